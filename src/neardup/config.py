@@ -1,0 +1,178 @@
+"""Typed, frozen configuration, validated once when it is made.
+
+The defaults were chosen by measurement on the quality benchmark
+(``benchmarks/quality.py``; figures in ``benchmarks/RESULTS.md``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from neardup.errors import ConfigError
+
+ShingleMode = Literal["word", "char"]
+KeepPolicy = Literal["first", "longest", "shortest"]
+
+SHINGLE_MODES: tuple[str, ...] = ("word", "char")
+KEEP_POLICIES: tuple[str, ...] = ("first", "longest", "shortest")
+HASH_VERSION = 1  # bump when any hash, table or signature definition changes
+
+
+@dataclass(frozen=True)
+class TextConfig:
+    """How text is normalised before it is cut into tokens."""
+
+    nfkc: bool = True
+    """Fold compatibility forms (full-width letters, ligatures, circled digits): NFKD instead of NFD."""
+    strip_accents: bool = True
+    """Drop nonspacing combining marks after decomposition (é -> e)."""
+    lowercase: bool = True
+    strip_punctuation: bool = True
+    """Treat punctuation, symbols and ``_`` as spaces."""
+
+
+@dataclass(frozen=True)
+class ShingleConfig:
+    """How normalised text becomes a set of shingles."""
+
+    mode: ShingleMode = "word"
+    """``word``: n consecutive words (a run of CJK/Thai/... letters counts one token per
+    character); ``char``: n consecutive characters, spaces included."""
+    n: int = 5
+
+    def __post_init__(self) -> None:
+        if self.mode not in SHINGLE_MODES:
+            raise ConfigError(f"shingle mode must be 'word' or 'char', got {self.mode!r}")
+        _check_int("ngram", self.n, 1, 64)
+
+
+@dataclass(frozen=True)
+class MinHashConfig:
+    """The permutations that make a signature."""
+
+    num_perm: int = 128
+    seed: int = 42
+
+    def __post_init__(self) -> None:
+        _check_int("num_perm", self.num_perm, 1, 8192)
+        _check_int("seed", self.seed, 0, 2**64 - 1)
+
+
+@dataclass(frozen=True)
+class LSHConfig:
+    """Banding and the similarity threshold."""
+
+    threshold: float = 0.8
+    bands: int | None = None
+    rows: int | None = None
+    fp_weight: float = 0.5
+    """Weight of the false-positive integral when choosing (bands, rows); the
+    false-negative weight is ``1 - fp_weight``."""
+    max_bucket_size: int = 250
+    """Buckets with more members are linked as a star to their smallest member."""
+
+    def __post_init__(self) -> None:
+        t = self.threshold
+        if not isinstance(t, (int, float)) or isinstance(t, bool) or math.isnan(t) or not 0 < t <= 1:
+            raise ConfigError(f"threshold must be in (0, 1], got {t}")
+        if not 0 <= self.fp_weight <= 1:
+            raise ConfigError(f"fp_weight must be in [0, 1], got {self.fp_weight}")
+        if (self.bands is None) != (self.rows is None):
+            raise ConfigError("bands and rows must be given together")
+        if self.bands is not None and self.rows is not None:
+            _check_int("bands", self.bands, 1, 8192)
+            _check_int("rows", self.rows, 1, 8192)
+        _check_int("max_bucket_size", self.max_bucket_size, 2, 2**31 - 1)
+
+    @property
+    def fn_weight(self) -> float:
+        return 1.0 - self.fp_weight
+
+
+@dataclass(frozen=True)
+class DedupConfig:
+    """Everything that decides which rows are duplicates."""
+
+    text: TextConfig = field(default_factory=TextConfig)
+    shingle: ShingleConfig = field(default_factory=ShingleConfig)
+    minhash: MinHashConfig = field(default_factory=MinHashConfig)
+    lsh: LSHConfig = field(default_factory=LSHConfig)
+    verify: bool = True
+    """Compute the exact Jaccard of every candidate pair and drop those below the threshold."""
+    keep: KeepPolicy = "first"
+    match_empty: bool = False
+    """Treat documents with no shingles (empty after normalisation) as duplicates of each other."""
+
+    def __post_init__(self) -> None:
+        if self.keep not in KEEP_POLICIES:
+            raise ConfigError(f"keep must be one of first, longest, shortest; got {self.keep!r}")
+        lsh = self.lsh
+        if lsh.bands is not None and lsh.rows is not None:
+            if lsh.bands * lsh.rows != self.minhash.num_perm:
+                raise ConfigError(
+                    f"bands * rows must equal num_perm: {lsh.bands} * {lsh.rows} = "
+                    f"{lsh.bands * lsh.rows}, num_perm = {self.minhash.num_perm}"
+                )
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        threshold: float | None = None,
+        shingle: ShingleMode | None = None,
+        ngram: int | None = None,
+        num_perm: int | None = None,
+        seed: int | None = None,
+        bands: int | None = None,
+        rows: int | None = None,
+        fp_weight: float | None = None,
+        max_bucket_size: int | None = None,
+        nfkc: bool | None = None,
+        strip_accents: bool | None = None,
+        lowercase: bool | None = None,
+        strip_punctuation: bool | None = None,
+        verify: bool | None = None,
+        keep: KeepPolicy | None = None,
+        match_empty: bool | None = None,
+    ) -> DedupConfig:
+        """A config from flat keyword settings; ``None`` keeps the default."""
+
+        def pick(name: str, value: Any, default: Any) -> dict[str, Any]:
+            return {name: default if value is None else value}
+
+        d_text, d_sh, d_mh, d_lsh = TextConfig(), ShingleConfig(), MinHashConfig(), LSHConfig()
+        return cls(
+            text=TextConfig(
+                **pick("nfkc", nfkc, d_text.nfkc),
+                **pick("strip_accents", strip_accents, d_text.strip_accents),
+                **pick("lowercase", lowercase, d_text.lowercase),
+                **pick("strip_punctuation", strip_punctuation, d_text.strip_punctuation),
+            ),
+            shingle=ShingleConfig(
+                **pick("mode", shingle, d_sh.mode), **pick("n", ngram, d_sh.n)
+            ),
+            minhash=MinHashConfig(
+                **pick("num_perm", num_perm, d_mh.num_perm), **pick("seed", seed, d_mh.seed)
+            ),
+            lsh=LSHConfig(
+                **pick("threshold", threshold, d_lsh.threshold),
+                bands=bands,
+                rows=rows,
+                **pick("fp_weight", fp_weight, d_lsh.fp_weight),
+                **pick("max_bucket_size", max_bucket_size, d_lsh.max_bucket_size),
+            ),
+            **pick("verify", verify, True),
+            **pick("keep", keep, "first"),
+            **pick("match_empty", match_empty, False),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of every setting."""
+        return asdict(self)
+
+
+def _check_int(name: str, value: object, lo: int, hi: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+        raise ConfigError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}")

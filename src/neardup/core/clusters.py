@@ -1,0 +1,99 @@
+"""Connected components of the duplicate graph and the keeper policy."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from neardup.config import KeepPolicy
+
+
+class Clusters(NamedTuple):
+    """Per-document cluster facts.
+
+    ``cluster`` is a dense id (0, 1, ... ordered by representative position)
+    for documents in a cluster of two or more, and -1 for singletons;
+    ``representative`` is the index of the document kept for each document
+    (itself for singletons and representatives).
+    """
+
+    cluster: np.ndarray  # int64
+    representative: np.ndarray  # int64
+    keep: np.ndarray  # bool
+
+    @property
+    def count(self) -> int:
+        return int(self.cluster.max()) + 1 if self.cluster.size else 0
+
+    def groups(self) -> list[np.ndarray]:
+        """Member indices of each cluster, in cluster-id order."""
+        members = np.flatnonzero(self.cluster >= 0)
+        order = np.argsort(self.cluster[members], kind="stable")
+        members = members[order]
+        bounds = np.flatnonzero(np.diff(self.cluster[members])) + 1
+        return np.split(members, bounds) if members.size else []
+
+
+@njit(cache=True)
+def _find(parent: np.ndarray, x: int) -> int:
+    root = x
+    while parent[root] != root:
+        root = parent[root]
+    while parent[x] != root:  # path compression
+        nxt = parent[x]
+        parent[x] = root
+        x = nxt
+    return root
+
+
+@njit(cache=True)
+def components(n: int, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Root of each document's component; a root is its component's smallest index."""
+    parent = np.arange(n, dtype=np.int64)
+    for k in range(left.size):
+        a = _find(parent, left[k])
+        b = _find(parent, right[k])
+        if a < b:
+            parent[b] = a
+        elif b < a:
+            parent[a] = b
+    for i in range(n):
+        parent[i] = _find(parent, i)
+    return parent
+
+
+def assign_clusters(
+    n: int,
+    left: np.ndarray,
+    right: np.ndarray,
+    *,
+    keep: KeepPolicy = "first",
+    lengths: np.ndarray | None = None,
+) -> Clusters:
+    """Clusters from the edges ``(left[k], right[k])`` and a keeper policy.
+
+    ``first`` keeps the smallest input position; ``longest``/``shortest``
+    keep the member with the largest/smallest ``lengths`` (ties: first).
+    """
+    root = components(n, np.asarray(left, np.int64), np.asarray(right, np.int64))
+    idx = np.arange(n, dtype=np.int64)
+    size = np.bincount(root, minlength=n)
+    in_cluster = size[root] >= 2
+    if keep == "first" or lengths is None:
+        rep_of_root = idx.copy()
+    else:
+        score = np.asarray(lengths, dtype=np.int64)
+        score = -score if keep == "longest" else score
+        order = np.lexsort((idx, score, root))  # by root, then score, then position
+        first = np.ones(n, dtype=bool)
+        first[1:] = root[order][1:] != root[order][:-1]
+        rep_of_root = np.empty(n, dtype=np.int64)
+        rep_of_root[root[order][first]] = order[first]
+    representative = rep_of_root[root]
+    cluster = np.full(n, -1, dtype=np.int64)
+    reps = np.unique(representative[in_cluster])  # ascending positions
+    cluster[in_cluster] = np.searchsorted(reps, representative[in_cluster])
+    keep_mask = representative == idx
+    return Clusters(cluster=cluster, representative=representative, keep=keep_mask)

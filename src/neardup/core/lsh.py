@@ -1,0 +1,133 @@
+"""Band keys, buckets and candidate pairs.
+
+Band j of a signature is its values ``[j*rows, (j+1)*rows)``; its key is XXH64
+of those uint32 values as little-endian bytes. Documents that share a key in
+the same band share a bucket. A bucket of up to ``max_bucket_size`` members
+yields all pairs; a larger one yields a star from its smallest member, so
+boilerplate cannot blow up the pair count.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit, prange
+
+from neardup.core.hashing import xxh64_bytes
+
+
+class Buckets(NamedTuple):
+    """Buckets with two or more members; bucket i holds
+    ``members[offsets[i]:offsets[i+1]]`` (ascending document indices)."""
+
+    band: np.ndarray  # int32
+    key: np.ndarray  # uint64
+    offsets: np.ndarray  # int64, len + 1
+    members: np.ndarray  # int64
+
+    def __len__(self) -> int:
+        return len(self.band)
+
+    def sizes(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+
+@njit(parallel=True, cache=True)
+def _band_keys_kernel(sig_bytes: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    n = sig_bytes.shape[0]
+    out = np.empty((n, bands), dtype=np.uint64)
+    width = 4 * rows
+    for d in prange(n):
+        row = sig_bytes[d]
+        for j in range(bands):
+            out[d, j] = xxh64_bytes(row, j * width, width, np.uint64(0))
+    return out
+
+
+def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """uint64[n, bands]: the key of every band of every signature."""
+    sigs = np.ascontiguousarray(signatures, dtype=np.uint32)
+    if sigs.shape[1] != bands * rows:
+        raise ValueError(f"signature length {sigs.shape[1]} != bands * rows = {bands * rows}")
+    return _band_keys_kernel(sigs.view(np.uint8), bands, rows)
+
+
+def build_buckets(keys: np.ndarray, eligible: np.ndarray | None = None) -> Buckets:
+    """Group documents by (band, key), keeping groups of two or more.
+
+    ``eligible`` (bool per document) leaves out documents that must never
+    collide, such as empty ones.
+    """
+    n, n_bands = keys.shape
+    doc_ids = np.arange(n, dtype=np.int64)
+    if eligible is not None:
+        doc_ids = doc_ids[eligible]
+    bands_out, keys_out, sizes_out, members_out = [], [], [], []
+    for j in range(n_bands):  # one vectorised pass per band
+        k = keys[doc_ids, j]
+        order = np.argsort(k, kind="stable")
+        sk = k[order]
+        if sk.size == 0:
+            continue
+        starts = np.flatnonzero(np.concatenate(([True], sk[1:] != sk[:-1])))
+        lengths = np.diff(np.append(starts, sk.size))
+        multi = lengths >= 2
+        if not multi.any():
+            continue
+        keep = np.repeat(multi, lengths)
+        members_out.append(doc_ids[order][keep])
+        sizes_out.append(lengths[multi])
+        keys_out.append(sk[starts[multi]])
+        bands_out.append(np.full(int(multi.sum()), j, dtype=np.int32))
+    if not bands_out:
+        return Buckets(
+            band=np.empty(0, np.int32),
+            key=np.empty(0, np.uint64),
+            offsets=np.zeros(1, np.int64),
+            members=np.empty(0, np.int64),
+        )
+    sizes = np.concatenate(sizes_out)
+    offsets = np.zeros(sizes.size + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    return Buckets(
+        band=np.concatenate(bands_out),
+        key=np.concatenate(keys_out),
+        offsets=offsets,
+        members=np.concatenate(members_out),
+    )
+
+
+@njit(cache=True)
+def _pairs_kernel(offsets: np.ndarray, members: np.ndarray, max_bucket_size: int) -> tuple[np.ndarray, np.ndarray]:
+    total = 0
+    for b in range(offsets.size - 1):
+        s = offsets[b + 1] - offsets[b]
+        total += s * (s - 1) // 2 if s <= max_bucket_size else s - 1
+    left = np.empty(total, dtype=np.int64)
+    right = np.empty(total, dtype=np.int64)
+    w = 0
+    for b in range(offsets.size - 1):
+        lo = offsets[b]
+        hi = offsets[b + 1]
+        if hi - lo <= max_bucket_size:
+            for i in range(lo, hi):
+                for j in range(i + 1, hi):
+                    left[w] = members[i]
+                    right[w] = members[j]
+                    w += 1
+        else:
+            for j in range(lo + 1, hi):
+                left[w] = members[lo]
+                right[w] = members[j]
+                w += 1
+    return left, right
+
+
+def candidate_pairs(buckets: Buckets, max_bucket_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Unique candidate pairs ``(left, right)`` with ``left < right``, sorted."""
+    left, right = _pairs_kernel(buckets.offsets, buckets.members, max_bucket_size)
+    if left.size == 0:
+        return left, right
+    packed = np.unique((left.astype(np.uint64) << np.uint64(32)) | right.astype(np.uint64))
+    return (packed >> np.uint64(32)).astype(np.int64), (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)

@@ -1,0 +1,61 @@
+"""Exact Jaccard of candidate pairs over their shingle-hash sets."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from neardup.core.shingles import ShingleSets
+
+
+@njit(inline="always", cache=True)
+def _intersection(a: np.ndarray, b: np.ndarray) -> int:
+    i = 0
+    j = 0
+    same = 0
+    while i < a.size and j < b.size:
+        if a[i] == b[j]:
+            same += 1
+            i += 1
+            j += 1
+        elif a[i] < b[j]:
+            i += 1
+        else:
+            j += 1
+    return same
+
+
+@njit(inline="always", cache=True)
+def sorted_jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    """Jaccard of two sorted arrays of unique values (0.0 when both are empty)."""
+    union = a.size + b.size
+    if union == 0:
+        return 0.0
+    same = _intersection(a, b)
+    return same / (union - same)
+
+
+@njit(parallel=True, cache=True)
+def _pairs_kernel(
+    slot: np.ndarray,
+    starts: np.ndarray,
+    lengths: np.ndarray,
+    values: np.ndarray,
+    left: np.ndarray,
+    right: np.ndarray,
+) -> np.ndarray:
+    out = np.empty(left.size, dtype=np.float64)
+    for p in prange(left.size):
+        ka = slot[left[p]]
+        kb = slot[right[p]]
+        a = values[starts[ka] : starts[ka] + lengths[ka]]
+        b = values[starts[kb] : starts[kb] + lengths[kb]]
+        out[p] = sorted_jaccard(a, b)
+    return out
+
+
+def exact_jaccard_pairs(sets: ShingleSets, n_docs: int, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Exact Jaccard of each pair; every document in the pairs must be in ``sets``."""
+    slot = np.full(n_docs, -1, dtype=np.int64)
+    slot[sets.docs] = np.arange(sets.docs.size)
+    return _pairs_kernel(slot, sets.starts, sets.lengths, sets.values, left, right)

@@ -1,0 +1,278 @@
+"""The dedup pipeline: texts -> signatures -> buckets -> pairs -> clusters -> decisions.
+
+Every stage is a core function over whole batches; this module strings them
+together, times them and reports progress through an optional callback.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from neardup.config import DedupConfig
+from neardup.core.clusters import Clusters, assign_clusters
+from neardup.core.lsh import Buckets, band_keys, build_buckets, candidate_pairs
+from neardup.core.minhash import MinHasher, estimate_pairs
+from neardup.core.params import lsh_shape, s_curve
+from neardup.core.shingles import shingle_sets
+from neardup.core.text import TextBatch, encode_texts
+from neardup.core.verify import exact_jaccard_pairs
+from neardup.errors import MissingColumnError
+
+Progress = Callable[[str, int, int], None]
+"""``progress(stage, done, total)``: called as a stage advances."""
+
+STAGES: tuple[str, ...] = ("signatures", "buckets", "pairs", "verify", "clusters")
+_CHUNK = 8192
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """Edges of the duplicate graph: ``left[k] < right[k]`` are document indices.
+
+    ``jaccard`` is exact when ``exact`` is true (verification on), else the
+    signature estimate; ``estimated`` is always the signature estimate.
+    """
+
+    left: np.ndarray
+    right: np.ndarray
+    jaccard: np.ndarray
+    estimated: np.ndarray
+    exact: bool
+
+    def __len__(self) -> int:
+        return int(self.left.size)
+
+
+@dataclass
+class DedupResult:
+    """Everything a dedup run decided, and the evidence for it."""
+
+    config: DedupConfig
+    bands: int
+    rows: int
+    clusters: Clusters
+    pairs: Pairs
+    buckets: Buckets
+    signatures: np.ndarray
+    shingle_counts: np.ndarray
+    candidate_count: int
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def keep(self) -> np.ndarray:
+        """bool per input row: True for the rows a deduplicated corpus keeps."""
+        return self.clusters.keep
+
+    @property
+    def is_duplicate(self) -> np.ndarray:
+        return ~self.clusters.keep
+
+    def groups(self) -> list[list[int]]:
+        """Each cluster's member positions (two or more), representative first."""
+        out = []
+        for members in self.clusters.groups():
+            rep = int(self.clusters.representative[members[0]])
+            out.append([rep] + [int(m) for m in members if m != rep])
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """The run's figures, ready for ``summary.json``."""
+        n = int(self.clusters.keep.size)
+        kept = int(self.clusters.keep.sum())
+        lsh = self.config.lsh
+        return {
+            "input_rows": n,
+            "empty_documents": int(np.count_nonzero(self.shingle_counts == 0)),
+            "num_perm": self.config.minhash.num_perm,
+            "seed": self.config.minhash.seed,
+            "bands": self.bands,
+            "rows": self.rows,
+            "threshold": lsh.threshold,
+            "s_curve": s_curve(lsh.threshold, self.bands, self.rows),
+            "shingle": self.config.shingle.mode,
+            "ngram": self.config.shingle.n,
+            "buckets_with_collisions": len(self.buckets),
+            "candidate_pairs": self.candidate_count,
+            "verified_pairs": len(self.pairs) if self.pairs.exact else None,
+            "edges": len(self.pairs),
+            "jaccard": "exact" if self.pairs.exact else "estimated",
+            "clusters": self.clusters.count,
+            "duplicates_removed": n - kept,
+            "kept_rows": kept,
+            "kept_ratio": round(kept / n, 6) if n else 1.0,
+            "seconds": {k: round(v, 4) for k, v in self.seconds.items()},
+            "config": self.config.to_dict(),
+        }
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
+
+
+def _noop(stage: str, done: int, total: int) -> None:
+    return None
+
+
+def find_duplicates(
+    batch: TextBatch,
+    config: DedupConfig | None = None,
+    *,
+    lengths: np.ndarray | None = None,
+    progress: Progress | None = None,
+) -> DedupResult:
+    """Run the whole pipeline on one batch of documents.
+
+    ``lengths`` (characters per document) is needed by the ``longest`` and
+    ``shortest`` keeper policies; it is computed from the batch if omitted.
+    """
+    cfg = config or DedupConfig()
+    report = progress or _noop
+    clock = _Clock()
+    n = len(batch)
+    bands, rows = lsh_shape(cfg.lsh, cfg.minhash)
+    hasher = MinHasher(cfg.minhash, cfg.text, cfg.shingle)
+
+    with clock.stage("signatures"):
+        sigs = np.empty((n, cfg.minhash.num_perm), dtype=np.uint32)
+        counts = np.empty(n, dtype=np.int64)
+        report("signatures", 0, n)
+        for lo in range(0, n, _CHUNK):
+            hi = min(n, lo + _CHUNK)
+            sub = TextBatch(batch.data, batch.offsets[lo : hi + 1])
+            sigs[lo:hi], counts[lo:hi] = hasher.signatures_with_counts(sub)
+            report("signatures", hi, n)
+
+    with clock.stage("buckets"):
+        report("buckets", 0, bands)
+        keys = band_keys(sigs, bands, rows)
+        buckets = build_buckets(keys, eligible=counts > 0)
+        report("buckets", bands, bands)
+
+    with clock.stage("pairs"):
+        left, right = candidate_pairs(buckets, cfg.lsh.max_bucket_size)
+        estimated = estimate_pairs(sigs, left, right)
+        report("pairs", 1, 1)
+    candidate_count = int(left.size)
+
+    if cfg.verify:
+        with clock.stage("verify"):
+            report("verify", 0, candidate_count)
+            docs = np.unique(np.concatenate((left, right)))
+            sets = shingle_sets(batch, docs, counts, cfg.text, cfg.shingle)
+            jaccard = exact_jaccard_pairs(sets, n, left, right)
+            ok = jaccard >= cfg.lsh.threshold
+            left, right, jaccard, estimated = left[ok], right[ok], jaccard[ok], estimated[ok]
+            report("verify", candidate_count, candidate_count)
+    else:
+        jaccard = estimated
+
+    if cfg.match_empty:
+        empty = np.flatnonzero(counts == 0)
+        if empty.size >= 2:
+            extra = empty[1:]
+            left = np.concatenate((left, np.full(extra.size, empty[0], dtype=np.int64)))
+            right = np.concatenate((right, extra))
+            ones = np.ones(extra.size, dtype=np.float64)
+            jaccard = np.concatenate((jaccard, ones))
+            estimated = np.concatenate((estimated, ones))
+
+    with clock.stage("clusters"):
+        if cfg.keep != "first" and lengths is None:
+            lengths = _char_lengths(batch)
+        clusters = assign_clusters(n, left, right, keep=cfg.keep, lengths=lengths)
+        report("clusters", 1, 1)
+
+    return DedupResult(
+        config=cfg,
+        bands=bands,
+        rows=rows,
+        clusters=clusters,
+        pairs=Pairs(left=left, right=right, jaccard=jaccard, estimated=estimated, exact=cfg.verify),
+        buckets=buckets,
+        signatures=sigs,
+        shingle_counts=counts,
+        candidate_count=candidate_count,
+        seconds=clock.seconds,
+    )
+
+
+def _char_lengths(batch: TextBatch) -> np.ndarray:
+    """Characters per document: UTF-8 bytes that do not continue a character."""
+    starts = (batch.data & 0xC0) != 0x80
+    cum = np.concatenate(([0], np.cumsum(starts[: int(batch.offsets[-1])], dtype=np.int64)))
+    return cum[batch.offsets[1:]] - cum[batch.offsets[:-1]]
+
+
+def arrow_to_batch(column: pa.Array | pa.ChunkedArray) -> TextBatch:
+    """A string column as a :class:`TextBatch`, without copying text per row."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks else pa.array([], pa.large_string())
+    arr = pc.fill_null(column.cast(pa.large_string()), "")
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    _, off_buf, data_buf = arr.buffers()
+    offsets = np.frombuffer(off_buf, dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
+    data = (
+        np.frombuffer(data_buf, dtype=np.uint8)
+        if data_buf is not None and data_buf.size
+        else np.zeros(1, np.uint8)
+    )
+    return TextBatch(data=data, offsets=np.ascontiguousarray(offsets))
+
+
+def dedup(
+    data: Sequence[str] | Sequence[Mapping[str, Any]] | pa.Table | Any,
+    config: DedupConfig | None = None,
+    *,
+    text_column: str = "text",
+    progress: Progress | None = None,
+) -> DedupResult:
+    """Find near-duplicates in a list of strings, a list of records, or a table.
+
+    ``data`` may be a list of strings, a list of dicts (``text_column`` holds
+    the text), a ``pyarrow.Table`` or a ``pandas.DataFrame``.
+
+    >>> r = dedup(["The cat sat on the mat.", "the cat sat on the mat", "Dogs bark."])
+    >>> r.keep.tolist()
+    [True, False, True]
+    """
+    if isinstance(data, pa.Table) or _is_dataframe(data):
+        table = data if isinstance(data, pa.Table) else pa.Table.from_pandas(data, preserve_index=False)
+        if text_column not in table.column_names:
+            raise MissingColumnError(
+                f"no column {text_column!r}; the table has: {', '.join(table.column_names)}"
+            )
+        batch = arrow_to_batch(table.column(text_column))
+    else:
+        items = list(data)
+        if items and isinstance(items[0], Mapping):
+            texts = []
+            for i, rec in enumerate(items):
+                if text_column not in rec:
+                    raise MissingColumnError(f"record {i} has no field {text_column!r}")
+                texts.append(rec[text_column] or "")
+        else:
+            texts = [t or "" for t in items]
+        batch = encode_texts(texts)
+    return find_duplicates(batch, config, progress=progress)
+
+
+def _is_dataframe(obj: object) -> bool:
+    return type(obj).__name__ == "DataFrame" and hasattr(obj, "columns")
