@@ -67,7 +67,7 @@ class LSHConfig:
     threshold: float = 0.8
     bands: int | None = None
     rows: int | None = None
-    fp_weight: float = 0.5
+    fp_weight: float = 0.3
     """Weight of the false-positive integral when choosing (bands, rows); the
     false-negative weight is ``1 - fp_weight``."""
     max_bucket_size: int = 250
@@ -109,12 +109,11 @@ class DedupConfig:
         if self.keep not in KEEP_POLICIES:
             raise ConfigError(f"keep must be one of first, longest, shortest; got {self.keep!r}")
         lsh = self.lsh
-        if lsh.bands is not None and lsh.rows is not None:
-            if lsh.bands * lsh.rows != self.minhash.num_perm:
-                raise ConfigError(
-                    f"bands * rows must equal num_perm: {lsh.bands} * {lsh.rows} = "
-                    f"{lsh.bands * lsh.rows}, num_perm = {self.minhash.num_perm}"
-                )
+        if lsh.bands is not None and lsh.rows is not None and lsh.bands * lsh.rows != self.minhash.num_perm:
+            raise ConfigError(
+                f"bands * rows must equal num_perm: {lsh.bands} * {lsh.rows} = "
+                f"{lsh.bands * lsh.rows}, num_perm = {self.minhash.num_perm}"
+            )
 
     @classmethod
     def create(
@@ -150,9 +149,7 @@ class DedupConfig:
                 **pick("lowercase", lowercase, d_text.lowercase),
                 **pick("strip_punctuation", strip_punctuation, d_text.strip_punctuation),
             ),
-            shingle=ShingleConfig(
-                **pick("mode", shingle, d_sh.mode), **pick("n", ngram, d_sh.n)
-            ),
+            shingle=ShingleConfig(**pick("mode", shingle, d_sh.mode), **pick("n", ngram, d_sh.n)),
             minhash=MinHashConfig(
                 **pick("num_perm", num_perm, d_mh.num_perm), **pick("seed", seed, d_mh.seed)
             ),

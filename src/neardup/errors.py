@@ -12,6 +12,9 @@ turns them into exit codes.
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 
 class NeardupError(Exception):
     """Base class of every error neardup raises on purpose."""
@@ -24,17 +27,42 @@ class ConfigError(NeardupError, ValueError):
 class InputError(NeardupError):
     """An input file or record cannot be read.
 
-    ``path`` and ``line`` (1-based, or ``None``) locate the problem.
+    ``path``, ``line`` (1-based physical line) and ``record`` (1-based record
+    number, used when the line is unknown) locate the problem; each may be
+    ``None``. ``reason`` is the message without the location.
     """
 
-    def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
-        self.path = path
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        line: int | None = None,
+        record: int | None = None,
+    ) -> None:
+        self.path = None if path is None else os.fspath(path)
         self.line = line
+        self.record = record
         self.reason = message
-        where = ""
-        if path is not None:
-            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        if self.path is None:
+            where = ""
+        elif line is not None:
+            where = f"{self.path}:{line}: "
+        elif record is not None:
+            where = f"{self.path}: record {record}: "
+        else:
+            where = f"{self.path}: "
         super().__init__(f"{where}{message}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # keep the location when the error crosses a process boundary
+        return (_rebuild_input_error, (type(self), self.reason, self.path, self.line, self.record))
+
+
+def _rebuild_input_error(
+    cls: type[InputError], reason: str, path: str | None, line: int | None, record: int | None
+) -> InputError:
+    return cls(reason, path=path, line=line, record=record)
 
 
 class MissingColumnError(InputError):

@@ -104,7 +104,7 @@ class DedupResult:
             "verified_pairs": len(self.pairs) if self.pairs.exact else None,
             "edges": len(self.pairs),
             "jaccard": "exact" if self.pairs.exact else "estimated",
-            "clusters": self.clusters.count,
+            "clusters": self.clusters.n_clusters,
             "duplicates_removed": n - kept,
             "kept_rows": kept,
             "kept_ratio": round(kept / n, 6) if n else 1.0,
@@ -217,7 +217,8 @@ def _char_lengths(batch: TextBatch) -> np.ndarray:
     """Characters per document: UTF-8 bytes that do not continue a character."""
     starts = (batch.data & 0xC0) != 0x80
     cum = np.concatenate(([0], np.cumsum(starts[: int(batch.offsets[-1])], dtype=np.int64)))
-    return cum[batch.offsets[1:]] - cum[batch.offsets[:-1]]
+    lengths: np.ndarray = cum[batch.offsets[1:]] - cum[batch.offsets[:-1]]
+    return lengths
 
 
 def arrow_to_batch(column: pa.Array | pa.ChunkedArray) -> TextBatch:

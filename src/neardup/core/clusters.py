@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
@@ -10,7 +10,8 @@ from numba import njit
 from neardup.config import KeepPolicy
 
 
-class Clusters(NamedTuple):
+@dataclass(frozen=True)
+class Clusters:
     """Per-document cluster facts.
 
     ``cluster`` is a dense id (0, 1, ... ordered by representative position)
@@ -24,7 +25,7 @@ class Clusters(NamedTuple):
     keep: np.ndarray  # bool
 
     @property
-    def count(self) -> int:
+    def n_clusters(self) -> int:
         return int(self.cluster.max()) + 1 if self.cluster.size else 0
 
     def groups(self) -> list[np.ndarray]:

@@ -67,6 +67,7 @@ def _read32(data: np.ndarray, p: int) -> np.uint64:
 @njit(cache=True)
 def xxh64_bytes(data: np.ndarray, start: int, length: int, seed: np.uint64) -> np.uint64:
     """XXH64 of ``data[start:start + length]`` (a uint8 array)."""
+    seed = U64(seed)  # a plain int seed would otherwise mix int64 into uint64 arithmetic
     p = start
     end = start + length
     if length >= 32:
@@ -137,15 +138,6 @@ def xxh64_lanes(lanes: np.ndarray, start: int, count: int) -> np.uint64:
         h = _rotl(h, 27) * _P1 + _P4
         p += 1
     return _avalanche(h)
-
-
-@njit(inline="always", cache=True)
-def splitmix64(state: np.uint64) -> np.uint64:
-    """The SplitMix64 output for ``state`` (the generator's step already applied)."""
-    z = state
-    z = (z ^ (z >> U64(30))) * _SM_M1
-    z = (z ^ (z >> U64(27))) * _SM_M2
-    return z ^ (z >> U64(31))
 
 
 def splitmix64_stream(seed: int, count: int) -> np.ndarray:

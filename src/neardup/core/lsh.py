@@ -99,7 +99,9 @@ def build_buckets(keys: np.ndarray, eligible: np.ndarray | None = None) -> Bucke
 
 
 @njit(cache=True)
-def _pairs_kernel(offsets: np.ndarray, members: np.ndarray, max_bucket_size: int) -> tuple[np.ndarray, np.ndarray]:
+def _pairs_kernel(
+    offsets: np.ndarray, members: np.ndarray, max_bucket_size: int
+) -> tuple[np.ndarray, np.ndarray]:
     total = 0
     for b in range(offsets.size - 1):
         s = offsets[b + 1] - offsets[b]

@@ -117,7 +117,7 @@ def estimate_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> float:
             f"signatures have different lengths ({sig_a.shape[-1]} and {sig_b.shape[-1]}); "
             "they were made with different num_perm"
         )
-    return float(np.count_nonzero(sig_a == sig_b)) / sig_a.shape[-1]
+    return float(np.count_nonzero(sig_a == sig_b)) / float(sig_a.shape[-1])
 
 
 @njit(parallel=True, cache=True)

@@ -105,6 +105,27 @@ def _decode(data: np.ndarray, p: int, end: int) -> tuple[int, int]:
 
 
 @njit(inline="always", cache=True)
+def _decode_composed(data: np.ndarray, p: int, end: int) -> tuple[int, int]:
+    """Like ``_decode``, but composes conjoining Hangul jamo (L V [T]) into syllables,
+    so Korean typed as jamo (NFD input) reads the same as precomposed Korean."""
+    cp, q = _decode(data, p, end)
+    if 0x1100 <= cp <= 0x1112 and q < end:
+        v, q2 = _decode(data, q, end)
+        if 0x1161 <= v <= 0x1175:
+            cp = 0xAC00 + ((cp - 0x1100) * 21 + (v - 0x1161)) * 28
+            q = q2
+        else:
+            return cp, q
+    elif not (0xAC00 <= cp <= 0xD7A3 and (cp - 0xAC00) % 28 == 0):
+        return cp, q
+    if q < end:
+        t, q3 = _decode(data, q, end)
+        if 0x11A8 <= t <= 0x11C2:
+            return cp + t - 0x11A7, q3
+    return cp, q
+
+
+@njit(inline="always", cache=True)
 def _encode(cp: int, buf: np.ndarray, pos: int) -> int:
     """Write ``cp`` as UTF-8 into ``buf`` at ``pos``; returns the new end."""
     if cp < 0x80:
@@ -213,7 +234,7 @@ def tokenize_range(
     pending_space = False
     p = start
     while p < end:
-        cp, p = _decode(data, p, end)
+        cp, p = _decode_composed(data, p, end)
         count = _expand(cp, entries, records, pool, flags, exp_cp, exp_cls)
         for k in range(count):
             c = exp_cp[k]
@@ -242,7 +263,7 @@ def tokenize_range(
                 continue
             if cls == SPACE:
                 in_tok = False
-            elif cls == MARK_NONSPACING or cls == MARK_SPACING:
+            elif cls == MARK_NONSPACING or cls == MARK_SPACING:  # noqa: SIM109 (numba)
                 if not in_tok:
                     starts[ntok] = blen
                     ntok += 1
@@ -283,7 +304,7 @@ def tokenize(text: str, config: TextConfig | None = None, mode: str = "word") ->
     buf, starts, ntok, blen = tokenize_range(data, 0, len(raw), *_table_args(), flags)
     bounds = [int(s) for s in starts[:ntok]] + [int(blen)]
     out = bytes(buf[:blen])
-    return [out[bounds[i] : bounds[i + 1]].decode("utf-8") for i in range(ntok)]
+    return [out[bounds[i] : bounds[i + 1]].decode("utf-8", "surrogatepass") for i in range(ntok)]
 
 
 def normalize(text: str, config: TextConfig | None = None) -> str:

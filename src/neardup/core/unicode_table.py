@@ -9,7 +9,8 @@ across Python versions. ``build_table`` regenerates it from ``unicodedata``;
 The rule for one code point ``c`` (see ``expand_code_point``):
 
 1. decompose: NFD of ``c`` (or NFKD with ``nfkc=True``); Hangul syllables are
-   left whole, so Korean is not broken into jamo;
+   left whole, so Korean is not broken into jamo (the tokeniser composes
+   conjoining jamo in the input into syllables, so both spellings agree);
 2. drop nonspacing marks (category Mn) when ``strip_accents``;
 3. lower-case each remaining code point (``str.lower`` of that code point)
    when ``lowercase``, dropping Mn marks that this produces as well.
@@ -128,9 +129,7 @@ def lower(cp: int) -> str:
     return chr(cp).lower()
 
 
-def expand_code_point(
-    cp: int, *, compat: bool, strip_accents: bool, lowercase: bool
-) -> list[int]:
+def expand_code_point(cp: int, *, compat: bool, strip_accents: bool, lowercase: bool) -> list[int]:
     """The code points that ``cp`` normalises to: the reference definition."""
     out: list[int] = []
     for c2 in decompose(cp, compat=compat):

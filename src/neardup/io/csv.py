@@ -1,0 +1,157 @@
+"""CSV and TSV (``.csv``, ``.tsv``, optionally gzipped), with a header row.
+
+Quoted fields may hold delimiters, doubled quotes and newlines. pyarrow parses
+the file; only when it refuses it, or a column is not valid UTF-8, does a pass
+with Python's ``csv`` module find each bad record and its line.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pcsv
+
+from neardup.errors import InputError
+from neardup.io._common import (
+    BLOCK_SIZE,
+    Format,
+    Part,
+    Problems,
+    block_size_for,
+    head,
+    read_bytes,
+    temporal_columns,
+    utf8_reason,
+)
+
+Source = Callable[[], Any]
+
+
+def read_csv(path: Path, fmt: Format, *, text_column: str, problems: Problems) -> Part:
+    """Read one CSV/TSV file; record-level problems go to ``problems``."""
+
+    def source() -> Any:
+        return pa.input_stream(str(path), compression="gzip" if fmt.gzip else None)
+
+    try:
+        table = _arrow_read(source, fmt.delimiter, text_column, BLOCK_SIZE)
+    except (pa.ArrowException, ValueError, OSError):
+        table = None
+    if table is not None and not any(pa.types.is_binary(f.type) for f in table.schema):
+        return Part(table, str(path), line_finder=lambda: _record_lines(path, fmt))
+    return _read_slowly(path, fmt, text_column=text_column, problems=problems)
+
+
+def _arrow_read(source: Source, delimiter: str, text_column: str, block_size: int) -> pa.Table:
+    read = pcsv.ReadOptions(block_size=block_size)
+    parse = pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=True)
+    types: dict[str, pa.DataType] = {text_column: pa.string()}
+    # Keep dates and times as written rather than as pyarrow re-prints them. The sample
+    # finds most such columns up front, a second read catches the rest.
+    sample = head(source)
+    if sample:
+        try:
+            found = pcsv.read_csv(io.BytesIO(sample), read, parse, pcsv.ConvertOptions(column_types=types))
+            types.update((name, pa.string()) for name in temporal_columns(found))
+        except (pa.ArrowException, ValueError):
+            pass
+    while True:
+        table = pcsv.read_csv(source(), read, parse, pcsv.ConvertOptions(column_types=types))
+        temporal = temporal_columns(table)
+        if not temporal:
+            return table
+        types.update((name, pa.string()) for name in temporal)
+
+
+def _records(text: str, delimiter: str, path: str) -> Iterator[tuple[int, int, list[str]]]:
+    """``(first line, last line, fields)`` of every row, header included, blank lines left out."""
+    # Documents can be long; the csv module's default limit is 128 KiB per field.
+    if csv.field_size_limit() < (1 << 30):
+        csv.field_size_limit((1 << 31) - 1)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    end = 0
+    try:
+        for row in reader:
+            start, end = end + 1, reader.line_num
+            if row:
+                yield start, end, row
+    except csv.Error as exc:
+        # The reader cannot go on past this point, so the whole file is unreadable.
+        raise InputError(f"malformed CSV: {exc}", path=path, line=end + 1) from exc
+
+
+def _read_slowly(path: Path, fmt: Format, *, text_column: str, problems: Problems) -> Part:
+    """Check every record, report the bad ones, and let pyarrow read the good ones."""
+    where = str(path)
+    data = read_bytes(path, fmt).removeprefix(b"\xef\xbb\xbf")
+    bad_lines = _bad_utf8_lines(data)
+    text = data.decode("utf-8", "surrogateescape")
+    header: list[str] | None = None
+    good: list[list[str]] = []
+    lines: list[int] = []
+    records: list[int] = []
+    record = 0
+    for start, end, row in _records(text, fmt.delimiter, where):
+        bad = next((n for n in range(start, end + 1) if n in bad_lines), None)
+        if header is None:
+            if bad is not None:
+                raise InputError(bad_lines[bad], path=where, line=bad)
+            header = row
+            continue
+        record += 1
+        if bad is not None:
+            problems.add(InputError(bad_lines[bad], path=where, line=bad))
+        elif len(row) != len(header):
+            reason = f"expected {len(header)} fields, got {len(row)}"
+            problems.add(InputError(reason, path=where, line=start))
+        else:
+            good.append(row)
+            lines.append(start)
+            records.append(record)
+    if header is None:
+        return Part(pa.table({}), where)
+
+    out = io.StringIO()
+    writer = csv.writer(out, delimiter=fmt.delimiter, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(good)
+    clean = out.getvalue().encode("utf-8")
+    try:
+        table = _arrow_read(lambda: io.BytesIO(clean), fmt.delimiter, text_column, block_size_for(clean))
+    except (pa.ArrowException, ValueError) as exc:
+        raise InputError(f"cannot read CSV: {exc}", path=where) from exc
+    return Part(
+        table,
+        where,
+        lines=np.asarray(lines, dtype=np.int64),
+        records=np.asarray(records, dtype=np.int64),
+    )
+
+
+def _bad_utf8_lines(data: bytes) -> dict[int, str]:
+    """Reason for every physical line that is not valid UTF-8 (none in a clean file)."""
+    try:
+        data.decode("utf-8")
+        return {}
+    except UnicodeDecodeError:
+        pass
+    bad: dict[int, str] = {}
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            bad[number] = utf8_reason(raw, exc)
+    return bad
+
+
+def _record_lines(path: Path, fmt: Format) -> np.ndarray:
+    """First physical line of each data record."""
+    text = read_bytes(path, fmt).removeprefix(b"\xef\xbb\xbf").decode("utf-8", "replace")
+    starts = [start for start, _, _ in _records(text, fmt.delimiter, str(path))]
+    return np.asarray(starts[1:], dtype=np.int64)

@@ -1,0 +1,204 @@
+"""Writing results: tables as CSV, JSON Lines or Parquet, into an atomic output directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+
+from neardup.errors import ConfigError, OutputError
+from neardup.io._jsontext import json_default, json_values, string_data, text
+
+OUTPUT_FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
+
+_DEFAULT_OUTPUT = {"jsonl": "jsonl", "csv": "csv", "parquet": "parquet", "text": "csv", "html": "csv"}
+_BATCH_ROWS = 65_536
+
+
+def default_output_format(family: str) -> str:
+    """The output format for an input family: the same, or CSV for plain text and HTML."""
+    try:
+        return _DEFAULT_OUTPUT[family]
+    except KeyError:
+        known = ", ".join(_DEFAULT_OUTPUT)
+        raise ConfigError(f"unknown input format {family!r} (known: {known})") from None
+
+
+def write_table(table: pa.Table, path: Path, fmt: str) -> None:
+    """Write ``table`` to ``path`` as ``csv``, ``jsonl`` or ``parquet``.
+
+    In CSV, list and struct values are written as JSON text (``["a","b"]``).
+    """
+    if fmt not in OUTPUT_FORMATS:
+        raise ConfigError(f"unknown output format {fmt!r} (choose from {', '.join(OUTPUT_FORMATS)})")
+    try:
+        if fmt == "csv":
+            pcsv.write_csv(_flat(table), str(path))
+        elif fmt == "jsonl":
+            _write_jsonl(table, path)
+        else:
+            pq.write_table(table, str(path))
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from exc
+
+
+def _flat(table: pa.Table) -> pa.Table:
+    """Nested columns as compact JSON text, which CSV can hold."""
+    for i, f in enumerate(table.schema):
+        if pa.types.is_nested(f.type):
+            chunks = [json_values(chunk, compact=True) for chunk in table.column(i).chunks]
+            table = table.set_column(i, f.name, pa.chunked_array(chunks, pa.large_string()))
+    return table
+
+
+def _write_jsonl(table: pa.Table, path: Path) -> None:
+    """One JSON object per line, assembled by Arrow kernels batch by batch."""
+    keys = [json.dumps(name, ensure_ascii=False) + ": " for name in table.column_names]
+    with open(path, "wb") as fh:
+        for batch in table.to_batches(max_chunksize=_BATCH_ROWS):
+            if not batch.num_columns:
+                fh.write(b"{}\n" * batch.num_rows)
+                continue
+            parts: list[pa.Array | pa.Scalar] = []
+            for i, key in enumerate(keys):
+                parts.append(text(("{" if i == 0 else ", ") + key))
+                parts.append(pc.fill_null(json_values(batch.column(i)), text("null")))
+            parts.append(text("}\n"))
+            fh.write(string_data(pc.binary_join_element_wise(*parts, text(""))))
+
+
+class OutputDir:
+    """An output directory whose files all appear together, or not at all.
+
+    Files are written into a temporary directory inside ``path``; a clean exit
+    from the ``with`` block moves them in (JSON files from :meth:`write_json`
+    last, as completion markers) and removes files ``<name>.<other format>``
+    left by earlier runs. An exception leaves ``path`` as it was.
+
+    >>> import pyarrow as pa, tempfile
+    >>> with OutputDir(tempfile.mkdtemp()) as out:
+    ...     _ = out.write("annotated", pa.table({"text": ["a"]}), "csv")
+    ...     _ = out.write_json("summary.json", {"rows": 1})
+    >>> sorted(p.name for p in out.path.iterdir())
+    ['annotated.csv', 'summary.json']
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._staging: Path | None = None
+        self._created: list[Path] = []
+        self._tables: dict[str, str] = {}
+        self._files: list[str] = []
+        self._markers: list[str] = []
+
+    @property
+    def staging(self) -> Path:
+        """The temporary directory the files go to until the block ends."""
+        if self._staging is None:
+            raise RuntimeError("OutputDir is not open: use it in a with block")
+        return self._staging
+
+    def __enter__(self) -> OutputDir:
+        if self.path.exists() and not self.path.is_dir():
+            raise OutputError(f"{self.path}: exists and is not a directory")
+        missing = [p for p in (self.path, *self.path.parents) if not p.exists()]
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            self._created = missing
+            self._staging = Path(tempfile.mkdtemp(prefix=".neardup-tmp-", dir=self.path))
+        except OSError as exc:
+            self._remove_created()
+            raise OutputError(f"{self.path}: cannot create output directory: {exc.strerror or exc}") from exc
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            if exc_type is None:
+                self._commit()
+        finally:
+            if self._staging is not None:
+                shutil.rmtree(self._staging, ignore_errors=True)
+                self._staging = None
+            if exc_type is not None:
+                self._remove_created()
+
+    def write(self, name: str, table: pa.Table, fmt: str) -> Path:
+        """Write ``table`` as ``<name>.<fmt>``; returns the file's final path."""
+        filename = f"{name}.{fmt}"
+        write_table(table, self._target(filename), fmt)
+        self._tables[name] = fmt
+        self._add(self._files, filename)
+        return self.path / filename
+
+    def write_json(self, filename: str, data: Any) -> Path:
+        """Write ``data`` as indented JSON; it is moved in last, when everything else is in place."""
+        text = json.dumps(data, indent=2, ensure_ascii=False, default=json_default) + "\n"
+        self._write_text(filename, text)
+        self._add(self._markers, filename)
+        return self.path / filename
+
+    def write_text(self, filename: str, text: str) -> Path:
+        """Write a UTF-8 text file (a report, say)."""
+        self._write_text(filename, text)
+        self._add(self._files, filename)
+        return self.path / filename
+
+    def _write_text(self, filename: str, text: str) -> None:
+        target = self._target(filename)
+        try:
+            target.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise OutputError(f"{target}: cannot write: {exc.strerror or exc}") from exc
+
+    def _target(self, filename: str) -> Path:
+        if not filename or filename.startswith(".") or os.sep in filename or "/" in filename:
+            raise ValueError(f"not a plain file name: {filename!r}")
+        return self.staging / filename
+
+    @staticmethod
+    def _add(names: list[str], filename: str) -> None:
+        if filename not in names:
+            names.append(filename)
+
+    def _commit(self) -> None:
+        staging = self.staging
+        current = self.path
+        try:
+            # A marker from an earlier run must not vouch for a half-replaced directory.
+            for filename in self._markers:
+                current = self.path / filename
+                current.unlink(missing_ok=True)
+            for filename in self._files:
+                current = self.path / filename
+                os.replace(staging / filename, current)
+            for name, fmt in self._tables.items():
+                for other in OUTPUT_FORMATS:
+                    if other != fmt:
+                        current = self.path / f"{name}.{other}"
+                        current.unlink(missing_ok=True)
+            for filename in self._markers:
+                current = self.path / filename
+                os.replace(staging / filename, current)
+        except OSError as exc:
+            raise OutputError(f"{current}: cannot write: {exc.strerror or exc}") from exc
+
+    def _remove_created(self) -> None:
+        for path in self._created:
+            try:
+                path.rmdir()
+            except OSError:
+                break

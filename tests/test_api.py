@@ -1,0 +1,106 @@
+"""The library API: what ``import neardup`` offers."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import neardup
+
+TEXTS = [
+    "MinHash estimates the Jaccard similarity of two sets of shingles quickly",
+    "minhash estimates the jaccard similarity of two sets of shingles, quickly!",
+    "An unrelated sentence about bread, flour, water and a long slow rise",
+]
+
+
+def test_all_is_sorted_and_complete() -> None:
+    tree = ast.parse(Path(neardup.__file__).read_text())
+    imported = {
+        alias.asname or alias.name
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert neardup.__all__ == sorted(neardup.__all__)
+    assert set(neardup.__all__) == imported | {"__version__"}
+
+
+def test_dedup_list_of_strings() -> None:
+    result = neardup.dedup(TEXTS)
+    assert result.keep.tolist() == [True, False, True]
+    assert result.groups() == [[0, 1]]
+    assert len(result.pairs) == 1
+    assert result.pairs.exact and result.pairs.jaccard[0] == 1.0
+
+
+def test_dedup_records_table_and_dataframe_agree() -> None:
+    records = [{"id": i, "body": t} for i, t in enumerate(TEXTS)]
+    by_records = neardup.dedup(records, text_column="body")
+    by_table = neardup.dedup(pa.Table.from_pylist(records), text_column="body")
+    by_frame = neardup.dedup(pd.DataFrame(records), text_column="body")
+    for result in (by_records, by_table, by_frame):
+        assert result.keep.tolist() == [True, False, True]
+
+
+def test_missing_text_column_is_named() -> None:
+    with pytest.raises(neardup.MissingColumnError, match="no column 'text'; the table has: id, body"):
+        neardup.dedup(pa.table({"id": [1], "body": ["x"]}))
+    with pytest.raises(neardup.MissingColumnError, match="record 1 has no field 'text'"):
+        neardup.dedup([{"text": "a"}, {"body": "b"}])
+
+
+def test_keep_policies() -> None:
+    texts = ["short text about the same thing here", "Short text about the same thing here!!! And more"]
+    cfg = neardup.DedupConfig.create(threshold=0.5, ngram=2)
+    assert neardup.dedup(texts, cfg).keep.tolist() == [True, False]
+    longest = neardup.DedupConfig.create(threshold=0.5, ngram=2, keep="longest")
+    assert neardup.dedup(texts, longest).keep.tolist() == [False, True]
+
+
+def test_signatures_estimate_and_exact_jaccard() -> None:
+    sigs = neardup.signatures(TEXTS)
+    assert sigs.shape == (3, 128) and sigs.dtype == np.uint32
+    assert neardup.estimate_jaccard(sigs[0], sigs[1]) == 1.0
+    assert neardup.estimate_jaccard(sigs[0], sigs[2]) < 0.2
+    assert neardup.exact_jaccard(TEXTS[0], TEXTS[1]) == 1.0
+    a = "one two three four five six seven eight nine ten"
+    b = "one two three four five six seven eight nine eleven"
+    # word 5-grams: 6 each, 5 shared -> 5 / 7
+    cfg = neardup.DedupConfig.create(ngram=5)
+    assert neardup.exact_jaccard(a, b, cfg) == pytest.approx(5 / 7)
+
+
+def test_signatures_depend_on_seed_and_num_perm() -> None:
+    base = neardup.signatures(TEXTS[:1])
+    assert not np.array_equal(base, neardup.signatures(TEXTS[:1], neardup.DedupConfig.create(seed=1)))
+    assert neardup.signatures(TEXTS[:1], neardup.DedupConfig.create(num_perm=64)).shape == (1, 64)
+    with pytest.raises(neardup.ConfigError, match="different lengths"):
+        neardup.estimate_jaccard(base[0], base[0][:64])
+
+
+def test_config_validation_messages() -> None:
+    with pytest.raises(neardup.ConfigError, match=r"threshold must be in \(0, 1\], got 1.5"):
+        neardup.DedupConfig.create(threshold=1.5)
+    with pytest.raises(neardup.ConfigError, match="bands \\* rows must equal num_perm"):
+        neardup.DedupConfig.create(bands=10, rows=10)
+    with pytest.raises(neardup.ConfigError, match="keep must be one of"):
+        neardup.DedupConfig(keep="middle")  # type: ignore[arg-type]
+
+
+def test_progress_callback_sees_every_stage() -> None:
+    seen: list[str] = []
+    neardup.dedup(TEXTS, progress=lambda stage, done, total: seen.append(stage))
+    assert list(dict.fromkeys(seen)) == ["signatures", "buckets", "pairs", "verify", "clusters"]
+
+
+def test_summary_figures() -> None:
+    s = neardup.dedup(TEXTS).summary()
+    assert (s["input_rows"], s["duplicates_removed"], s["kept_rows"], s["clusters"]) == (3, 1, 2, 1)
+    assert s["bands"] * s["rows"] == s["num_perm"]
+    assert 0 <= s["s_curve"]["p_below"] <= s["s_curve"]["p_at"] <= s["s_curve"]["p_above"] <= 1

@@ -1,0 +1,256 @@
+"""The ``neardup`` command: exact messages, exit codes and the files it writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.csv as pacsv
+import pytest
+from click.testing import CliRunner, Result
+
+from neardup.cli import main
+
+OUTPUTS = {
+    "annotated.csv",
+    "deduped.csv",
+    "duplicates.csv",
+    "clusters.csv",
+    "candidate_pairs.csv",
+    "lsh_buckets.csv",
+    "summary.json",
+}
+GOLDEN = Path(__file__).parent / "golden" / "demo"
+
+
+def run(*args: str | Path) -> Result:
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def write(path: Path, data: bytes | str) -> Path:
+    path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    return path
+
+
+def test_demo_writes_all_seven_files(tmp_path: Path) -> None:
+    result = run("dedup", "--demo", "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    assert {p.name for p in (tmp_path / "out").iterdir()} == OUTPUTS
+    assert "Duplicates removed" in result.stdout
+    assert "LSH shape: " in result.stderr
+
+
+@pytest.mark.parametrize("name", ["clusters.csv", "candidate_pairs.csv", "deduped.csv", "duplicates.csv"])
+def test_demo_matches_golden_files(tmp_path: Path, name: str) -> None:
+    assert run("dedup", "--demo", "-o", tmp_path, "-q").exit_code == 0
+    assert (tmp_path / name).read_text(encoding="utf-8") == (GOLDEN / name).read_text(encoding="utf-8")
+
+
+def test_demo_groups_the_seed_behaviours(tmp_path: Path) -> None:
+    assert run("dedup", "--demo", "-o", tmp_path, "-q").exit_code == 0
+    clusters = pacsv.read_csv(tmp_path / "clusters.csv").to_pylist()
+    groups = {c["representative"]: json.loads(c["members"]) for c in clusters}
+    assert groups["doc-01"] == ["doc-01", "doc-02", "doc-03"]  # exact duplicate + case/punctuation variant
+    assert groups["doc-04"] == ["doc-04", "doc-05"]  # punctuation/whitespace variant
+    assert groups["doc-11"] == ["doc-11", "doc-12"]  # Chinese punctuation variant
+    kept = {r["id"] for r in pacsv.read_csv(tmp_path / "deduped.csv").to_pylist()}
+    assert {"doc-07", "doc-08", "doc-13"} <= kept  # unrelated texts stay
+    assert not {"doc-02", "doc-03", "doc-05", "doc-12", "doc-14"} & kept
+
+
+def test_json_prints_the_summary(tmp_path: Path) -> None:
+    result = run("dedup", "--demo", "-o", tmp_path, "--json")
+    assert result.exit_code == 0
+    summary = json.loads(result.stdout)
+    assert summary == json.loads((tmp_path / "summary.json").read_text())
+    for key in (
+        "input_rows",
+        "num_perm",
+        "bands",
+        "rows",
+        "threshold",
+        "buckets_with_collisions",
+        "candidate_pairs",
+        "verified_pairs",
+        "clusters",
+        "duplicates_removed",
+        "kept_ratio",
+        "seconds",
+    ):
+        assert key in summary
+    assert summary["input_rows"] == 14
+    assert summary["bands"] * summary["rows"] == summary["num_perm"] == 128
+    assert set(summary["seconds"]) >= {"read", "signatures", "buckets", "verify", "clusters", "write"}
+
+
+def test_quiet_prints_nothing(tmp_path: Path) -> None:
+    result = run("dedup", "--demo", "-o", tmp_path, "--quiet")
+    assert result.exit_code == 0
+    assert result.stdout == ""
+    assert result.stderr == ""
+
+
+def test_seed_settings_are_reachable(tmp_path: Path) -> None:
+    result = run(
+        "dedup",
+        "--demo",
+        "-o",
+        tmp_path,
+        "--json",
+        "--shingle",
+        "word",
+        "--ngram",
+        "5",
+        "--num-perm",
+        "64",
+        "--seed",
+        "42",
+        "--no-nfkc",
+    )
+    assert result.exit_code == 0
+    summary = json.loads(result.stdout)
+    assert (summary["num_perm"], summary["seed"], summary["ngram"], summary["shingle"]) == (64, 42, 5, "word")
+
+
+def test_bands_and_rows_override_the_shape(tmp_path: Path) -> None:
+    result = run("dedup", "--demo", "-o", tmp_path, "--json", "--bands", "32", "--rows", "4")
+    assert result.exit_code == 0
+    assert (json.loads(result.stdout)["bands"], json.loads(result.stdout)["rows"]) == (32, 4)
+
+
+def test_no_verify_reports_estimated_jaccard(tmp_path: Path) -> None:
+    assert run("dedup", "--demo", "-o", tmp_path, "-q", "--no-verify").exit_code == 0
+    pairs = pacsv.read_csv(tmp_path / "candidate_pairs.csv").to_pylist()
+    assert pairs and {p["jaccard_kind"] for p in pairs} == {"estimated"}
+    assert all(p["jaccard"] == p["estimated_jaccard"] for p in pairs)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["verified_pairs"] is None
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--threshold", "1.5"], "neardup: error: threshold must be in (0, 1], got 1.5\n"),
+        (["--threshold", "0"], "neardup: error: threshold must be in (0, 1], got 0.0\n"),
+        (
+            ["--bands", "7", "--rows", "3"],
+            "neardup: error: bands * rows must equal num_perm: 7 * 3 = 21, num_perm = 128\n",
+        ),
+        (["--bands", "16"], "neardup: error: bands and rows must be given together\n"),
+        (["--ngram", "0"], "neardup: error: ngram must be a whole number from 1 to 64, got 0\n"),
+    ],
+)
+def test_bad_settings_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    result = run("dedup", "--demo", "-o", tmp_path / "out", *args)
+    assert result.exit_code == 2
+    assert result.stderr == message
+    assert not (tmp_path / "out").exists()
+
+
+def test_demo_and_inputs_together_is_a_usage_error(tmp_path: Path) -> None:
+    result = run("dedup", "--demo", "x.jsonl", "-o", tmp_path)
+    assert (result.exit_code, result.stderr) == (
+        2,
+        "neardup: error: give either INPUT files or --demo, not both\n",
+    )
+
+
+def test_no_inputs_is_a_usage_error(tmp_path: Path) -> None:
+    result = run("dedup", "-o", tmp_path)
+    assert result.exit_code == 2
+    assert result.stderr == "neardup: error: no INPUT given (try --demo for a built-in sample)\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "message"),
+    [
+        (
+            "bad.jsonl",
+            '{"text": "a"}\n{"text": oops}\n',
+            "bad.jsonl:2: malformed JSON: Expecting value at column 10",
+        ),
+        (
+            "nocol.jsonl",
+            '{"body": "a"}\n',
+            "nocol.jsonl: no column 'text' (columns: body); pass --text-column to choose the text column",
+        ),
+        ("empty.jsonl", "", "empty.jsonl: no records to deduplicate"),
+        (
+            "utf.jsonl",
+            b'{"text": "ok"}\n{"text": "caf\xff"}\n',
+            "utf.jsonl:2: invalid UTF-8 (byte 0xff at column 14)",
+        ),
+        ("num.jsonl", '{"text": 5}\n', "num.jsonl:1: field 'text' is not a string (got number)"),
+        ("arr.jsonl", '["text"]\n', "arr.jsonl:1: expected a JSON object, got array"),
+    ],
+)
+def test_bad_input_exits_1_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, data: str | bytes, message: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / name, data)
+    out = tmp_path / "out"
+    result = run("dedup", name, "-o", out)
+    assert result.exit_code == 1
+    assert result.stderr == f"neardup: error: {message}\n"
+    assert not out.exists()
+
+
+def test_missing_path(tmp_path: Path) -> None:
+    result = run("dedup", tmp_path / "nope.jsonl", "-o", tmp_path / "out")
+    assert result.exit_code == 1
+    assert result.stderr == f"neardup: error: {tmp_path / 'nope.jsonl'}: no such file or directory\n"
+
+
+def test_failed_run_keeps_previous_results(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run("dedup", "--demo", "-o", out, "-q").exit_code == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    bad = write(tmp_path / "bad.jsonl", '{"text": "a"}\n{oops\n')
+    assert run("dedup", bad, "-o", out, "-q").exit_code == 1
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_skip_reports_and_continues(tmp_path: Path) -> None:
+    src = write(
+        tmp_path / "in.jsonl",
+        '{"text": "the same words appear in this text"}\n{oops\n'
+        '{"text": "the same words appear in this text"}\n',
+    )
+    result = run("dedup", src, "-o", tmp_path / "out", "--on-error", "skip", "--json")
+    assert result.exit_code == 0
+    assert f"neardup: skipped: {src}:2: malformed JSON" in result.stderr
+    summary = json.loads(result.stdout)
+    assert (summary["input_rows"], summary["skipped_records"], summary["duplicates_removed"]) == (2, 1, 1)
+
+
+def test_csv_with_embedded_newlines(tmp_path: Path) -> None:
+    src = write(
+        tmp_path / "in.csv",
+        'id,text\n1,"a line\nand another line of the same text"\n'
+        '2,"A line, and another line of the same text!"\n'
+        '3,"something else entirely"\n',
+    )
+    result = run("dedup", src, "-o", tmp_path / "out", "--id-column", "id", "--json")
+    assert result.exit_code == 0, result.output
+    dups = pacsv.read_csv(tmp_path / "out" / "duplicates.csv").to_pylist()
+    assert [(d["id"], d["duplicate_of"]) for d in dups] == [(2, 1)]
+    annotated = pacsv.read_csv(tmp_path / "out" / "annotated.csv").to_pylist()
+    assert annotated[0]["text"] == "a line\nand another line of the same text"
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_output_formats(tmp_path: Path, fmt: str) -> None:
+    result = run("dedup", "--demo", "-o", tmp_path, "-q", "--output-format", fmt)
+    assert result.exit_code == 0
+    assert {p.name for p in tmp_path.iterdir()} == {n.replace(".csv", f".{fmt}") for n in OUTPUTS}
+
+
+@pytest.mark.parametrize(
+    ("keep", "rep"), [("first", "doc-09"), ("longest", "doc-09"), ("shortest", "doc-10")]
+)
+def test_keep_policy(tmp_path: Path, keep: str, rep: str) -> None:
+    assert run("dedup", "--demo", "-o", tmp_path, "-q", "--keep", keep).exit_code == 0
+    clusters = pacsv.read_csv(tmp_path / "clusters.csv").to_pylist()
+    boiler = next(c for c in clusters if "doc-10" in json.loads(c["members"]))
+    assert boiler["representative"] == rep
