@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pyarrow.csv as pacsv
@@ -254,3 +255,12 @@ def test_keep_policy(tmp_path: Path, keep: str, rep: str) -> None:
     clusters = pacsv.read_csv(tmp_path / "clusters.csv").to_pylist()
     boiler = next(c for c in clusters if "doc-10" in json.loads(c["members"]))
     assert boiler["representative"] == rep
+
+
+def test_readme_documents_every_option() -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    option_rows = "\n".join(line for line in readme.splitlines() if line.startswith("| `-"))
+    documented = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", option_rows))
+    command = main.commands["dedup"]  # type: ignore[attr-defined]
+    flags = {f for p in command.params for f in [*p.opts, *p.secondary_opts] if f.startswith("--")}
+    assert documented == flags - {"--help"}

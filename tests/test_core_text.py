@@ -146,7 +146,9 @@ def test_golden_signatures() -> None:
     # Pinned values: if these change, signatures written earlier no longer match and
     # HASH_VERSION must be bumped (and this test updated with it).
     text = "The quick brown fox jumps over the lazy dog"
-    word = MinHasher(MinHashConfig(num_perm=8, seed=42)).signatures([text])
+    word = MinHasher(MinHashConfig(num_perm=8, seed=42), shingle=ShingleConfig(mode="word", n=5)).signatures(
+        [text]
+    )
     char = MinHasher(MinHashConfig(num_perm=8, seed=42), shingle=ShingleConfig(mode="char", n=3)).signatures(
         [text]
     )

@@ -29,6 +29,7 @@ from neardup.pipeline import arrow_to_batch, find_duplicates
 EXIT_INPUT = 1
 EXIT_USAGE = 2
 _MAX_SKIP_LINES = 20
+_D = DedupConfig()  # the defaults shown in --help
 
 
 def _fail(message: str, code: int) -> NoReturn:
@@ -61,16 +62,20 @@ def main() -> None:
     "--shingle",
     type=click.Choice(["word", "char"]),
     default=None,
-    help="Shingle unit: word n-grams or character n-grams.  [default: word]",
+    help=f"Shingle unit: word n-grams or character n-grams.  [default: {_D.shingle.mode}]",
 )
-@click.option("--ngram", type=int, default=None, help="Tokens per shingle.  [default: 5]")
-@click.option("--num-perm", type=int, default=None, help="MinHash permutations.  [default: 128]")
-@click.option("--seed", type=int, default=None, help="Seed of the permutations.  [default: 42]")
+@click.option("--ngram", type=int, default=None, help=f"Tokens per shingle.  [default: {_D.shingle.n}]")
+@click.option(
+    "--num-perm", type=int, default=None, help=f"MinHash permutations.  [default: {_D.minhash.num_perm}]"
+)
+@click.option(
+    "--seed", type=int, default=None, help=f"Seed of the permutations.  [default: {_D.minhash.seed}]"
+)
 @click.option(
     "--threshold",
     type=float,
     default=None,
-    help="Jaccard similarity that makes a duplicate, in (0, 1].  [default: 0.8]",
+    help=f"Jaccard similarity that makes a duplicate, in (0, 1].  [default: {_D.lsh.threshold}]",
 )
 @click.option("--bands", type=int, default=None, help="LSH bands (with --rows; bands * rows = num_perm).")
 @click.option("--rows", type=int, default=None, help="Rows per LSH band (with --bands).")
@@ -78,13 +83,15 @@ def main() -> None:
     "--fp-weight",
     type=float,
     default=None,
-    help="Weight of false positives when choosing bands/rows; false negatives get 1 - W.",
+    help="Weight of false positives when choosing bands/rows; false negatives get 1 - W.  "
+    f"[default: {_D.lsh.fp_weight}]",
 )
 @click.option(
     "--max-bucket-size",
     type=int,
     default=None,
-    help="Buckets larger than this are linked as a star to their first member.  [default: 250]",
+    help="Buckets larger than this are linked as a star to their first member.  "
+    f"[default: {_D.lsh.max_bucket_size}]",
 )
 @click.option("--no-verify", is_flag=True, help="Skip exact Jaccard; every LSH candidate becomes an edge.")
 @click.option(
@@ -97,7 +104,8 @@ def main() -> None:
 @click.option(
     "--nfkc/--no-nfkc",
     default=None,
-    help="Fold full-width forms, ligatures and other compatibility characters.  [default: on]",
+    help="Fold full-width forms, ligatures and other compatibility characters.  "
+    f"[default: {'on' if _D.text.nfkc else 'off'}]",
 )
 @click.option("--keep-accents", is_flag=True, help="Do not strip accents and other combining marks.")
 @click.option("--keep-case", is_flag=True, help="Do not lower-case.")

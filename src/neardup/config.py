@@ -40,7 +40,7 @@ class ShingleConfig:
     mode: ShingleMode = "word"
     """``word``: n consecutive words (a run of CJK/Thai/... letters counts one token per
     character); ``char``: n consecutive characters, spaces included."""
-    n: int = 5
+    n: int = 2
 
     def __post_init__(self) -> None:
         if self.mode not in SHINGLE_MODES:
@@ -64,10 +64,10 @@ class MinHashConfig:
 class LSHConfig:
     """Banding and the similarity threshold."""
 
-    threshold: float = 0.8
+    threshold: float = 0.5
     bands: int | None = None
     rows: int | None = None
-    fp_weight: float = 0.3
+    fp_weight: float = 0.1
     """Weight of the false-positive integral when choosing (bands, rows); the
     false-negative weight is ``1 - fp_weight``."""
     max_bucket_size: int = 250
