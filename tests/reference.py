@@ -105,8 +105,14 @@ def ref_tokens(text: str, text_config: TextConfig | None = None, mode: str = "wo
     cfg = text_config or TextConfig()
     runs = _runs(ref_normalized(text, cfg))
     if mode == "char":
-        # every character is a token, with one space token between words
-        return list(" ".join("".join(c for c, _ in run) for run in runs))
+        # every character is a token, with one space token between words, except
+        # between a run ending and a run starting with a letter of an unspaced script
+        out: list[str] = []
+        for i, run in enumerate(runs):
+            if i and not (runs[i - 1][-1][1] == "U" and run[0][1] == "U"):
+                out.append(" ")
+            out.extend(c for c, _ in run)
+        return out
     tokens: list[str] = []
     for run in runs:
         chars = "".join(c for c, _ in run)

@@ -87,7 +87,9 @@ def test_word_tokens(text: str, config: TextConfig, expected: list[str]) -> None
     [
         ("  Ab, c  ", ["a", "b", " ", "c"]),
         ("a  -  b", ["a", " ", "b"]),
-        ("自然 语", ["自", "然", " ", "语"]),
+        ("自然 语", ["自", "然", "语"]),  # no space token between two unspaced letters
+        ("床前\n明月光", ["床", "前", "明", "月", "光"]),
+        ("床前 moon 光", ["床", "前", " ", "m", "o", "o", "n", " ", "光"]),
         ("x\u200by", ["x", "y"]),
         ("!!!", []),
         ("", []),

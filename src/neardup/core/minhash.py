@@ -11,7 +11,7 @@ document's shingles; a document without shingles has every value at
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, parallel_chunksize, prange
 
 from neardup.config import MinHashConfig, ShingleConfig, TextConfig
 from neardup.core.hashing import splitmix64_stream
@@ -20,6 +20,7 @@ from neardup.core.text import TextBatch, _table_args, encode_texts, tokenizer_fl
 from neardup.errors import ConfigError
 
 EMPTY_VALUE = np.uint32(0xFFFFFFFF)
+_PARALLEL_CHUNK = 64
 
 
 def permutations(config: MinHashConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -91,17 +92,19 @@ class MinHasher:
         out = np.empty((n_docs, self.minhash.num_perm), dtype=np.uint32)
         counts = np.empty(n_docs, dtype=np.int64)
         if n_docs:
-            signatures_kernel(
-                batch.data,
-                batch.offsets,
-                *_table_args(),
-                self._flags,
-                self.shingle.n,
-                self.a,
-                self.b,
-                out,
-                counts,
-            )
+            # small dynamic chunks keep both threads busy when long and short documents cluster
+            with parallel_chunksize(_PARALLEL_CHUNK):
+                signatures_kernel(
+                    batch.data,
+                    batch.offsets,
+                    *_table_args(),
+                    self._flags,
+                    self.shingle.n,
+                    self.a,
+                    self.b,
+                    out,
+                    counts,
+                )
         return out, counts
 
     def signatures(self, texts: TextBatch | list[str]) -> np.ndarray:

@@ -4,7 +4,9 @@ A document goes in as a byte range of a UTF-8 buffer; the tokeniser writes the
 normalised tokens, back to back, into a byte buffer and records where each one
 starts. Word mode makes a token of each run of word characters and one token
 of each letter of an unspaced script (Chinese, Japanese, Thai, ...); char mode
-makes a token of each character, with a single space token between words.
+makes a token of each character, with a single space token between words
+(but none between two letters of unspaced scripts, so re-wrapped Chinese
+text keeps its character n-grams).
 The per-code-point rule lives in :mod:`neardup.core.unicode_table`.
 """
 
@@ -232,6 +234,7 @@ def tokenize_range(
     in_tok = False
     tok_unspaced = False
     pending_space = False
+    last_cls = -1
     p = start
     while p < end:
         cp, p = _decode_composed(data, p, end)
@@ -251,12 +254,15 @@ def tokenize_range(
                 if cls == SPACE:
                     pending_space = ntok > 0
                     continue
-                if pending_space:
+                # no space token between two letters of unspaced scripts: a line break
+                # inside Chinese text is layout, not a word boundary
+                if pending_space and not (cls == UNSPACED and last_cls == UNSPACED):
                     starts[ntok] = blen
                     ntok += 1
                     buf[blen] = 32
                     blen += 1
-                    pending_space = False
+                pending_space = False
+                last_cls = cls
                 starts[ntok] = blen
                 ntok += 1
                 blen = _encode(c, buf, blen)
