@@ -264,3 +264,37 @@ def test_readme_documents_every_option() -> None:
     command = main.commands["dedup"]  # type: ignore[attr-defined]
     flags = {f for p in command.params for f in [*p.opts, *p.secondary_opts] if f.startswith("--")}
     assert documented == flags - {"--help"}
+
+
+def test_empty_documents_match_only_when_asked(tmp_path: Path) -> None:
+    src = write(tmp_path / "in.jsonl", '{"text": "!!!"}\n{"text": ""}\n{"text": "some words here"}\n')
+    plain = run("dedup", src, "-o", tmp_path / "a", "--json")
+    assert plain.exit_code == 0
+    assert (json.loads(plain.stdout)["empty_documents"], json.loads(plain.stdout)["duplicates_removed"]) == (
+        2,
+        0,
+    )
+    asked = run("dedup", src, "-o", tmp_path / "b", "--json", "--match-empty")
+    assert json.loads(asked.stdout)["duplicates_removed"] == 1
+
+
+def test_html_folder_and_text_lines(tmp_path: Path) -> None:
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    body = "<p>Near duplicate pages share most of their visible text, word for word.</p>"
+    write(pages / "a.html", f"<html><head><style>p {{color: red}}</style></head><body>{body}</body></html>")
+    write(pages / "b.htm", f"<html><body><script>var x = 1;</script>{body}<p>Footer.</p></body></html>")
+    write(pages / "c.html", "<html><body><p>Something else entirely.</p></body></html>")
+    result = run("dedup", pages, "-o", tmp_path / "out", "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["input_rows"], summary["duplicates_removed"], summary["output_format"]) == (3, 1, "csv")
+    rows = pacsv.read_csv(tmp_path / "out" / "annotated.csv").to_pylist()
+    assert all("color" not in r["text"] and "var x" not in r["text"] for r in rows)
+
+    lines = write(tmp_path / "lines.txt", "first line of text here\nFirst line of text, here!\n\nanother\n")
+    result = run("dedup", lines, "--lines", "-o", tmp_path / "out2", "--json")
+    assert (json.loads(result.stdout)["input_rows"], json.loads(result.stdout)["duplicates_removed"]) == (
+        3,
+        1,
+    )

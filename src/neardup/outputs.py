@@ -89,7 +89,7 @@ def build_tables(table: pa.Table, id_column: str, result: DedupResult) -> dict[s
             "id_a": _ids_at(ids, pairs.left),
             "id_b": _ids_at(ids, pairs.right),
             "jaccard": pa.array(np.round(pairs.jaccard, 6)),
-            "jaccard_kind": pa.array([kind] * len(pairs), pa.string()),
+            "jaccard_kind": pa.repeat(pa.scalar(kind, pa.string()), len(pairs)),
             "estimated_jaccard": pa.array(np.round(pairs.estimated, 6)),
         }
     )
