@@ -316,13 +316,23 @@ def _recase(text: str, rng: random.Random) -> str:
 
 
 def _repunctuate(text: str, rng: random.Random, zh: bool) -> str:
+    swaps: tuple[tuple[str, str], ...]
     if zh:
         swaps = (("，", "、"), ("。", "！"), ("，", ""), ("。", "；"), ("：", "，"))
     else:
         swaps = (('"', "“"), ("'", "’"), (",", ""), (". ", "; "), (" - ", " — "), ("...", "…"), (":", " -"))
     for old, new in rng.sample(swaps, k=3):
-        text = re.sub(re.escape(old), lambda m, n=new: n if rng.random() < 0.5 else m.group(0), text)
+        text = _swap_some(text, old, new, rng)
     return text
+
+
+def _swap_some(text: str, old: str, new: str, rng: random.Random) -> str:
+    """Each occurrence of ``old`` becomes ``new`` with probability 1/2."""
+
+    def repl(m: re.Match[str]) -> str:
+        return new if rng.random() < 0.5 else m.group(0)
+
+    return re.sub(re.escape(old), repl, text)
 
 
 def _respace(text: str, rng: random.Random, zh: bool) -> str:

@@ -21,9 +21,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as dt
+import functools
 import gzip
 import json
 import os
+import random
 import resource
 import statistics
 import subprocess
@@ -79,7 +81,21 @@ def make_config(args: argparse.Namespace) -> Any:
     from neardup.config import DedupConfig
 
     return DedupConfig.create(
-        shingle=args.shingle, ngram=args.ngram, threshold=args.threshold, num_perm=args.num_perm
+        shingle=args.shingle,
+        ngram=args.ngram,
+        threshold=args.threshold,
+        num_perm=args.num_perm,
+        fp_weight=args.fp_weight,
+    )
+
+
+def describe(cfg: Any) -> str:
+    from neardup.core.params import lsh_shape
+
+    bands, rows = lsh_shape(cfg.lsh, cfg.minhash)
+    return (
+        f"{cfg.shingle.mode} {cfg.shingle.n}-grams, num_perm {cfg.minhash.num_perm}, threshold "
+        f"{cfg.lsh.threshold}, fp_weight {cfg.lsh.fp_weight} -> {bands} bands x {rows} rows"
     )
 
 
@@ -109,7 +125,9 @@ def cold_start(args: argparse.Namespace) -> dict[str, Any]:
     """First-call times with numba's cache as it is, and with an empty cache dir (full compile)."""
     out: dict[str, Any] = {}
     base = [sys.executable, str(Path(__file__).resolve()), "--cold-child"]
-    base += ["--shingle", args.shingle, "--ngram", str(args.ngram), "--num-perm", str(args.num_perm)]
+    for flag in ("shingle", "ngram", "threshold", "num_perm", "fp_weight"):
+        if getattr(args, flag) is not None:
+            base += ["--" + flag.replace("_", "-"), str(getattr(args, flag))]
     with tempfile.TemporaryDirectory(prefix="neardup-numba-") as empty:
         for label, extra in (("on-disk cache", {}), ("empty cache (compile)", {"NUMBA_CACHE_DIR": empty})):
             env = {**os.environ, **extra}
@@ -187,6 +205,10 @@ def measure(corpus: Corpus, batch: Any, args: argparse.Namespace, *, workers: in
     hasher.signatures_with_counts(encode_texts(corpus.texts[:64]))  # warm-up: JIT excluded
     n = len(corpus.texts)
     sig_s, sig_all = median_time(lambda: hasher.signatures_with_counts(batch), args.rounds)
+    # The same documents in a shuffled order: a file sorted by language (long English first,
+    # short Chinese last) shows whether the parallel loop balances its threads.
+    shuffled = encode_texts(random.Random(0).sample(corpus.texts, n))
+    shuf_s, shuf_all = median_time(lambda: hasher.signatures_with_counts(shuffled), args.rounds)
     runs: list[dict[str, float]] = []
     e2e_s, e2e_all = median_time(lambda: runs.append(find_duplicates(batch, cfg).seconds), args.rounds)
     return {
@@ -197,10 +219,12 @@ def measure(corpus: Corpus, batch: Any, args: argparse.Namespace, *, workers: in
         "signatures_s": sig_s,
         "signatures_docs_per_s": n / sig_s,
         "signatures_mb_per_s": corpus.mb / sig_s,
+        "signatures_shuffled_s": shuf_s,
+        "signatures_shuffled_docs_per_s": n / shuf_s,
         "find_duplicates_s": e2e_s,
         "find_duplicates_docs_per_s": n / e2e_s,
         "stages_last_round_s": {k: round(v, 3) for k, v in runs[-1].items()},
-        "rounds": {"signatures": sig_all, "find_duplicates": e2e_all},
+        "rounds": {"signatures": sig_all, "signatures_shuffled": shuf_all, "find_duplicates": e2e_all},
     }
 
 
@@ -219,7 +243,7 @@ def measure_io(
 
 
 def speed_table(rows: Sequence[dict[str, Any]]) -> str:
-    header = ["corpus", "docs", "MB", "workers", "signatures docs/s", "signatures MB/s"]
+    header = ["corpus", "docs", "MB", "workers", "signatures docs/s", "signatures MB/s", "shuffled docs/s"]
     header += ["find_duplicates s", "find_duplicates docs/s", "jsonl->outputs s", "jsonl->outputs docs/s"]
     body = []
     for r in rows:
@@ -231,6 +255,7 @@ def speed_table(rows: Sequence[dict[str, Any]]) -> str:
                 r["workers"],
                 f"{r['signatures_docs_per_s']:,.0f}",
                 f"{r['signatures_mb_per_s']:.1f}",
+                f"{r['signatures_shuffled_docs_per_s']:,.0f}",
                 f"{r['find_duplicates_s']:.2f}",
                 f"{r['find_duplicates_docs_per_s']:,.0f}",
                 f"{r['io_s']:.2f}" if "io_s" in r else "-",
@@ -262,12 +287,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--no-real", action="store_true", help="skip the real corpus")
     add("--no-io", action="store_true", help="skip the JSONL -> outputs runs")
     add("--no-cold", action="store_true", help="skip the cold-start subprocesses")
-    add("--shingle", default="word", choices=("word", "char"), help="(default: %(default)s)")
-    add("--ngram", type=int, default=5, help="(default: %(default)s)")
-    add("--threshold", type=float, default=0.8, help="(default: %(default)s)")
-    add("--num-perm", type=int, default=128, help="(default: %(default)s)")
+    add("--shingle", choices=("word", "char"), help="shingle mode (default: the library's)")
+    add("--ngram", type=int, help="shingle size (default: the library's)")
+    add("--threshold", type=float, help="Jaccard threshold (default: the library's)")
+    add("--num-perm", type=int, help="permutations (default: the library's)")
+    add("--fp-weight", type=float, help="LSH shape weighting (default: the library's)")
     add("--quick", action="store_true", help="tiny sizes and one round, to check the script works")
-    add("--out", type=Path, default=Path(__file__).resolve().parent / "out" / "speed.json")
+    default_out = Path(__file__).resolve().parent / "out" / "speed.json"
+    add("--out", type=Path, default=default_out, help="JSON results (default: %(default)s)")
     add("--cold-child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     args.workers = [int(w) for w in str(args.workers).split(",") if w]
@@ -286,14 +313,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = make_config(args)
     print("## Machine\n")
     print(markdown_table(["", ""], [[k, v] for k, v in info.items()]))
-    print(
-        f"\nconfig: {args.shingle} {args.ngram}-grams, num_perm {args.num_perm}, threshold {args.threshold}"
-    )
+    print(f"\nconfig: {describe(cfg)}")
     print(f"load average at start: {os.getloadavg()}")
     cold = {} if args.no_cold else cold_start(args)
-    corpora: list[Callable[[], Corpus]] = [lambda n=n: synthetic(n, args.words, seed=0) for n in args.sizes]
+    corpora: list[Callable[[], Corpus]] = [
+        functools.partial(synthetic, n, args.words, seed=0) for n in args.sizes
+    ]
     if not args.no_real:
-        corpora.append(lambda: real(args.corpus))
+        corpora.append(functools.partial(real, args.corpus))
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="neardup-speed-") as tmp:
         for make in corpora:

@@ -2,9 +2,11 @@
 
     NeardupError
      +-- ConfigError (also ValueError)      a setting is out of range or inconsistent
+     |    +-- IndexSettingsError             an index and a signature, query or config differ in settings
      +-- InputError                          a file or record cannot be read
      |    +-- MissingColumnError             the text or id column is absent
      +-- OutputError                         results cannot be written
+     +-- StorageError                        an index backend failed (names the file or URL)
 
 Errors carry enough context (file, line, record) to act on; only the CLI
 turns them into exit codes.
@@ -71,3 +73,11 @@ class MissingColumnError(InputError):
 
 class OutputError(NeardupError):
     """Results cannot be written."""
+
+
+class IndexSettingsError(ConfigError):
+    """An index was built with settings other than those of a signature, query or config."""
+
+
+class StorageError(NeardupError):
+    """An index backend failed: the file or server cannot be opened, read or written."""

@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit, prange
 
 from neardup.core.hashing import xxh64_bytes
+from neardup.errors import ConfigError
 
 
 class Buckets(NamedTuple):
@@ -49,7 +50,9 @@ def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
     """uint64[n, bands]: the key of every band of every signature."""
     sigs = np.ascontiguousarray(signatures, dtype=np.uint32)
     if sigs.shape[1] != bands * rows:
-        raise ValueError(f"signature length {sigs.shape[1]} != bands * rows = {bands * rows}")
+        raise ConfigError(
+            f"signatures have {sigs.shape[1]} values but bands * rows = {bands} * {rows} = {bands * rows}"
+        )
     return _band_keys_kernel(sigs.view(np.uint8), bands, rows)
 
 

@@ -34,16 +34,15 @@ def error_integrals(threshold: float, bands: int, rows: int) -> tuple[float, flo
 
 def optimal_shape(threshold: float, num_perm: int, fp_weight: float = 0.5) -> tuple[int, int]:
     """The (bands, rows) with ``bands * rows == num_perm`` of least weighted error."""
-    best: tuple[float, int, int] | None = None
+    best = (float("inf"), 1, num_perm)
     for bands in range(1, num_perm + 1):
         if num_perm % bands:
             continue
         rows = num_perm // bands
         fp, fn = error_integrals(threshold, bands, rows)
         err = fp_weight * fp + (1.0 - fp_weight) * fn
-        if best is None or err < best[0] - 1e-15:
+        if err < best[0] - 1e-15:
             best = (err, bands, rows)
-    assert best is not None  # num_perm >= 1 always has the divisor 1
     return best[1], best[2]
 
 

@@ -12,6 +12,7 @@ The per-code-point rule lives in :mod:`neardup.core.unicode_table`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -51,7 +52,7 @@ class TextBatch(NamedTuple):
         return len(self.offsets) - 1
 
 
-def encode_texts(texts: list[str] | tuple[str, ...]) -> TextBatch:
+def encode_texts(texts: Sequence[str | None]) -> TextBatch:
     """Pack Python strings into a :class:`TextBatch` (None counts as empty)."""
     encoded = [t.encode("utf-8", "surrogatepass") if t else b"" for t in texts]
     offsets = np.zeros(len(encoded) + 1, dtype=np.int64)

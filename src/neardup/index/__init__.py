@@ -1,0 +1,27 @@
+"""The persistent LSH index: insert, query and remove documents, in memory or in an SQLite file.
+
+>>> from neardup.index import LSHIndex
+>>> index = LSHIndex.open("memory://")
+>>> index.insert("doc-1", "MinHash estimates the Jaccard similarity of two sets")
+>>> [m.key for m in index.query("minhash estimates the jaccard similarity of two sets!")]
+['doc-1']
+"""
+
+from neardup.index.base import Storage, bucket_ids
+from neardup.index.lsh_index import LSHIndex, Match
+from neardup.index.memory import MemoryStorage
+from neardup.index.settings import FORMAT_VERSION, IndexSettings
+from neardup.index.sqlite import SQLiteStorage
+from neardup.index.url import open_storage
+
+__all__ = [
+    "FORMAT_VERSION",
+    "IndexSettings",
+    "LSHIndex",
+    "Match",
+    "MemoryStorage",
+    "SQLiteStorage",
+    "Storage",
+    "bucket_ids",
+    "open_storage",
+]

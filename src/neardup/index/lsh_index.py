@@ -1,0 +1,358 @@
+"""The persistent LSH index: insert, query and remove documents over any :class:`Storage`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from neardup.config import HASH_VERSION, DedupConfig
+from neardup.core.lsh import band_keys
+from neardup.core.minhash import EMPTY_VALUE, MinHasher
+from neardup.core.shingles import ShingleSets, shingle_sets
+from neardup.core.text import encode_texts
+from neardup.core.verify import exact_jaccard_pairs
+from neardup.errors import ConfigError, IndexSettingsError
+from neardup.index.base import Storage
+from neardup.index.settings import FORMAT_VERSION, IndexSettings
+from neardup.index.url import open_storage
+
+
+@dataclass(frozen=True)
+class Match:
+    """A stored document that matches a query; ``exact`` says whether ``similarity`` is exact
+    Jaccard of the shingle sets or the signature estimate."""
+
+    key: str
+    similarity: float
+    exact: bool
+
+
+class LSHIndex:
+    """MinHash signatures and LSH band tables in a :class:`Storage`.
+
+    A new (empty) storage takes its settings from ``config`` (default :class:`DedupConfig`); an
+    existing one keeps its stored settings, and an explicit ``config`` or ``keep_shingles`` that
+    differs from them raises :class:`IndexSettingsError`.
+
+    >>> with LSHIndex.open("memory://") as index:
+    ...     index.insert_many(["a", "b"], ["the cat sat on the mat today", "dogs bark at night"])
+    ...     index.query("The cat sat on the mat today!")
+    [Match(key='a', similarity=1.0, exact=False)]
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        config: DedupConfig | None = None,
+        *,
+        keep_shingles: bool | None = None,
+    ) -> None:
+        self.storage = storage
+        stored = storage.read_settings()
+        if stored is None:
+            self.settings = IndexSettings.from_config(
+                config or DedupConfig(), keep_shingles=bool(keep_shingles)
+            )
+            storage.write_settings(self.settings.to_dict())
+        else:
+            self.settings = IndexSettings.from_dict(stored)
+            current = replace(self.settings, format_version=FORMAT_VERSION, hash_version=HASH_VERSION)
+            self.settings.check_compatible(current, what="version of neardup")
+            if config is not None:
+                self.settings.check_compatible(IndexSettings.from_config(config), what="config", banding=True)
+            if keep_shingles is not None and keep_shingles != self.settings.keep_shingles:
+                raise IndexSettingsError(
+                    f"the index was built with keep_shingles={self.settings.keep_shingles!r} "
+                    f"but this config uses keep_shingles={keep_shingles!r}"
+                )
+        self._config = self.settings.to_config()
+        self._hasher = MinHasher(self._config.minhash, self._config.text, self._config.shingle)
+
+    @classmethod
+    def open(
+        cls,
+        url_or_path: str | os.PathLike[str],
+        config: DedupConfig | None = None,
+        *,
+        keep_shingles: bool | None = None,
+    ) -> LSHIndex:
+        """The index at a URL or path (see :func:`~neardup.index.open_storage`)."""
+        storage = open_storage(url_or_path)
+        try:
+            return cls(storage, config, keep_shingles=keep_shingles)
+        except BaseException:
+            storage.close()
+            raise
+
+    # -- inserting -----------------------------------------------------------------------------
+
+    def insert(self, key: str, text: str) -> None:
+        """Add (or replace) one document."""
+        self.insert_many([key], [text])
+
+    def insert_many(self, keys: Sequence[str], texts: Sequence[str]) -> None:
+        """Add (or replace) a batch of documents, all or nothing; a key repeated in the batch
+        keeps its last text."""
+        keys, texts = _last_wins(keys, texts, "texts")
+        batch = encode_texts(list(texts))
+        sigs, counts = self._hasher.signatures_with_counts(batch)
+        shingles = None
+        if self.settings.keep_shingles:
+            sets = shingle_sets(batch, np.arange(len(keys)), counts, self._config.text, self._config.shingle)
+            shingles = [sets.get(i).copy() for i in range(len(keys))]
+        self._insert(keys, sigs, shingles, eligible=counts > 0)
+
+    def insert_signatures(
+        self,
+        keys: Sequence[str],
+        signatures: np.ndarray,
+        *,
+        settings: IndexSettings | None = None,
+        shingles: Sequence[np.ndarray] | None = None,
+    ) -> None:
+        """Add (or replace) documents by their signatures (uint32[n, num_perm]).
+
+        ``settings`` (those the signatures were made with) are checked against the index's. An
+        index that keeps shingles needs each document's sorted unique shingle hashes too.
+        """
+        if settings is not None:
+            self.settings.check_compatible(settings, what="signature")
+        sigs = self._check_signatures(signatures, "signatures")
+        if self.settings.keep_shingles and shingles is None:
+            raise ConfigError(
+                "this index keeps shingles for exact similarity: pass shingles= with the signatures, "
+                "or insert the texts with insert_many"
+            )
+        if not self.settings.keep_shingles:
+            shingles = None
+        if shingles is not None and len(shingles) != len(keys):
+            raise ValueError(f"expected {len(keys)} shingle sets, got {len(shingles)}")
+        if len(keys) != sigs.shape[0]:
+            raise ValueError(f"{len(keys)} keys but {sigs.shape[0]} signatures")
+        positions = _last_positions(keys)
+        if positions is not None:
+            keys = [keys[i] for i in positions]
+            sigs = sigs[positions]
+            shingles = None if shingles is None else [shingles[i] for i in positions]
+        eligible = ~np.all(sigs == EMPTY_VALUE, axis=1)
+        self._insert(keys, sigs, shingles, eligible=eligible)
+
+    def _insert(
+        self,
+        keys: Sequence[str],
+        sigs: np.ndarray,
+        shingles: Sequence[np.ndarray] | None,
+        *,
+        eligible: np.ndarray,
+    ) -> None:
+        bk = band_keys(sigs, self.settings.bands, self.settings.rows)
+        self.storage.insert(keys, sigs, bk, shingles, eligible=eligible)
+
+    # -- querying ------------------------------------------------------------------------------
+
+    def query(
+        self, text: str, *, threshold: float | None = None, top_k: int | None = None, exact: bool = False
+    ) -> list[Match]:
+        """The stored documents whose similarity to ``text`` is at least ``threshold`` (default:
+        the index's), best first (ties by key), at most ``top_k``. ``exact=True`` ranks by exact
+        Jaccard of the shingle sets, which needs an index built with ``keep_shingles=True``."""
+        return self.query_many([text], threshold=threshold, top_k=top_k, exact=exact)[0]
+
+    def query_many(
+        self,
+        texts: Sequence[str],
+        *,
+        threshold: float | None = None,
+        top_k: int | None = None,
+        exact: bool = False,
+    ) -> list[list[Match]]:
+        """:meth:`query` for each of ``texts``, in one batch."""
+        self._check_query(threshold, top_k, exact)
+        batch = encode_texts(list(texts))
+        sigs, counts = self._hasher.signatures_with_counts(batch)
+        sets = None
+        if exact:
+            sets = shingle_sets(batch, np.arange(len(texts)), counts, self._config.text, self._config.shingle)
+        return self._query(sigs, counts > 0, threshold=threshold, top_k=top_k, sets=sets)
+
+    def query_signature(
+        self,
+        signature: np.ndarray,
+        *,
+        threshold: float | None = None,
+        top_k: int | None = None,
+        settings: IndexSettings | None = None,
+    ) -> list[Match]:
+        """:meth:`query` by a signature (uint32[num_perm]) made with ``settings``; estimated
+        similarity only."""
+        sig = np.asarray(signature)
+        if sig.ndim != 1:
+            raise ValueError(f"a signature is one row of num_perm values, got shape {sig.shape}")
+        return self.query_signatures(sig[None, :], threshold=threshold, top_k=top_k, settings=settings)[0]
+
+    def query_signatures(
+        self,
+        signatures: np.ndarray,
+        *,
+        threshold: float | None = None,
+        top_k: int | None = None,
+        settings: IndexSettings | None = None,
+    ) -> list[list[Match]]:
+        """:meth:`query_signature` for each row of uint32[m, num_perm], in one batch."""
+        if settings is not None:
+            self.settings.check_compatible(settings, what="signature")
+        self._check_query(threshold, top_k, exact=False)
+        sigs = self._check_signatures(signatures, "signatures")
+        eligible = ~np.all(sigs == EMPTY_VALUE, axis=1)
+        return self._query(sigs, eligible, threshold=threshold, top_k=top_k, sets=None)
+
+    def _check_query(self, threshold: float | None, top_k: int | None, exact: bool) -> None:
+        if threshold is not None and (
+            isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1
+        ):
+            raise ConfigError(f"threshold must be in (0, 1], got {threshold!r}")
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+            raise ConfigError(f"top_k must be a whole number of at least 1, got {top_k!r}")
+        if exact and not self.settings.keep_shingles:
+            raise ConfigError(
+                "exact similarity needs the documents' shingles, and this index does not keep them; "
+                "build it with keep_shingles=True (or query without exact)"
+            )
+
+    def _check_signatures(self, signatures: np.ndarray, what: str) -> np.ndarray:
+        arr = np.asarray(signatures)
+        if arr.ndim != 2:
+            raise ValueError(f"{what} must be a 2-D array (documents x num_perm), got shape {arr.shape}")
+        if arr.shape[1] != self.settings.num_perm:
+            raise IndexSettingsError(
+                f"the index was built with num_perm={self.settings.num_perm} "
+                f"but these {what} have {arr.shape[1]} values each"
+            )
+        if arr.dtype != np.uint32:
+            if not np.issubdtype(arr.dtype, np.integer) or (
+                arr.size and (arr.min() < 0 or arr.max() > 0xFFFFFFFF)
+            ):
+                raise ValueError(f"{what} must hold uint32 values, got dtype {arr.dtype}")
+            arr = arr.astype(np.uint32)
+        return np.ascontiguousarray(arr)
+
+    def _query(
+        self,
+        sigs: np.ndarray,
+        eligible: np.ndarray,
+        *,
+        threshold: float | None,
+        top_k: int | None,
+        sets: ShingleSets | None,
+    ) -> list[list[Match]]:
+        limit = self.settings.threshold if threshold is None else float(threshold)
+        out: list[list[Match]] = [[] for _ in range(sigs.shape[0])]
+        rows = np.flatnonzero(eligible)
+        if rows.size == 0:
+            return out
+        bk = band_keys(sigs[rows], self.settings.bands, self.settings.rows)
+        per_row = self.storage.candidates(bk)
+        all_keys = sorted(set().union(*per_row))
+        if not all_keys:
+            return out
+        slot = {k: i for i, k in enumerate(all_keys)}
+        stored = self.storage.get_signatures(all_keys)
+        stored_sets = self.storage.get_shingles(all_keys) if sets is not None else None
+        for q, cands in zip(rows.tolist(), per_row, strict=True):
+            if not cands:
+                continue
+            idx = np.fromiter((slot[k] for k in cands), dtype=np.int64, count=len(cands))
+            if sets is not None and stored_sets is not None:
+                sim = _exact_similarities(sets.get(q), [stored_sets[i] for i in idx.tolist()], cands)
+            else:
+                sim = np.count_nonzero(stored[idx] == sigs[q], axis=1) / sigs.shape[1]
+            keep = np.flatnonzero(sim >= limit)
+            # best first, ties by key: candidates are sorted by key, so a stable sort keeps that
+            order = keep[np.argsort(-sim[keep], kind="stable")]
+            if top_k is not None:
+                order = order[:top_k]
+            exact = sets is not None
+            out[q] = [Match(cands[i], float(sim[i]), exact) for i in order.tolist()]
+        return out
+
+    # -- the rest ------------------------------------------------------------------------------
+
+    def remove(self, key: str) -> bool:
+        """Remove one document; False if it was not stored."""
+        return self.storage.remove([key]) == 1
+
+    def remove_many(self, keys: Sequence[str]) -> int:
+        """Remove documents, all or nothing; return how many were stored."""
+        return self.storage.remove(list(keys))
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.storage.contains(key)
+
+    def __len__(self) -> int:
+        return self.storage.count()
+
+    def stats(self) -> dict[str, Any]:
+        """Documents, shape, settings, size and backend, JSON-ready."""
+        url = self.storage.url
+        return {
+            "documents": self.storage.count(),
+            "bands": self.settings.bands,
+            "rows": self.settings.rows,
+            "settings": self.settings.to_dict(),
+            "size_bytes": self.storage.size_bytes(),
+            "backend": url.partition("://")[0],
+            "url": url,
+        }
+
+    def close(self) -> None:
+        self.storage.close()
+
+    def __enter__(self) -> LSHIndex:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _last_positions(keys: Sequence[str]) -> list[int] | None:
+    """Positions of each key's last occurrence in order, or None if no key repeats."""
+    last = {k: i for i, k in enumerate(keys)}
+    if len(last) == len(keys):
+        return None
+    return sorted(last.values())
+
+
+def _last_wins(keys: Sequence[str], texts: Sequence[str], what: str) -> tuple[list[str], list[str]]:
+    if len(keys) != len(texts):
+        raise ValueError(f"{len(keys)} keys but {len(texts)} {what}")
+    positions = _last_positions(keys)
+    if positions is None:
+        return list(keys), list(texts)
+    return [keys[i] for i in positions], [texts[i] for i in positions]
+
+
+def _exact_similarities(query: np.ndarray, stored: list[np.ndarray | None], keys: list[str]) -> np.ndarray:
+    """Exact Jaccard of one sorted shingle set against several, with the compiled pair kernel."""
+    sets: list[np.ndarray] = [query]
+    for key, s in zip(keys, stored, strict=True):
+        if s is None:
+            raise ConfigError(f"document {key!r} was stored without its shingles; re-insert it")
+        sets.append(s)
+    lengths = np.array([s.size for s in sets], dtype=np.int64)
+    starts = np.zeros(len(sets), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    values = np.concatenate(sets).astype(np.uint64, copy=False)
+    csr = ShingleSets(np.arange(len(sets), dtype=np.int64), starts, lengths, values)
+    right = np.arange(1, len(sets), dtype=np.int64)
+    sim: np.ndarray = exact_jaccard_pairs(csr, len(sets), np.zeros(right.size, dtype=np.int64), right)
+    return sim

@@ -1,0 +1,103 @@
+"""The in-memory backend: plain dicts, for tests and one-off use. Lost when the process ends."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from neardup.index.base import check_batch
+
+
+class MemoryStorage:
+    """Documents in dicts; buckets as ``(band index, band key) -> set of keys``."""
+
+    def __init__(self) -> None:
+        self._settings: dict[str, Any] | None = None
+        self._signatures: dict[str, np.ndarray] = {}  # insertion-ordered, so keys() is too
+        self._shingles: dict[str, np.ndarray | None] = {}
+        self._doc_buckets: dict[str, list[tuple[int, int]]] = {}
+        self._buckets: dict[tuple[int, int], set[str]] = {}
+
+    @property
+    def url(self) -> str:
+        return "memory://"
+
+    def read_settings(self) -> dict[str, Any] | None:
+        return copy.deepcopy(self._settings)
+
+    def write_settings(self, settings: dict[str, Any]) -> None:
+        self._settings = copy.deepcopy(settings)
+
+    def insert(
+        self,
+        keys: Sequence[str],
+        signatures: np.ndarray,
+        band_keys: np.ndarray,
+        shingles: Sequence[np.ndarray] | None = None,
+        *,
+        eligible: np.ndarray | None = None,
+    ) -> None:
+        mask = check_batch(keys, signatures, band_keys, shingles, eligible)
+        # everything that can fail happens above; the loop below only mutates dicts
+        sigs = np.array(signatures, dtype=np.uint32)  # a copy the caller cannot change
+        band_rows = np.asarray(band_keys, dtype=np.uint64).tolist()
+        self._discard(keys)
+        for i, key in enumerate(keys):
+            self._signatures[key] = sigs[i]
+            self._shingles[key] = None if shingles is None else np.array(shingles[i], dtype=np.uint64)
+            buckets = list(enumerate(band_rows[i])) if mask[i] else []
+            self._doc_buckets[key] = buckets
+            for bucket in buckets:
+                self._buckets.setdefault(bucket, set()).add(key)
+
+    def candidates(self, band_keys: np.ndarray) -> list[list[str]]:
+        out = []
+        for row in np.asarray(band_keys, dtype=np.uint64).tolist():
+            found: set[str] = set()
+            for bucket in enumerate(row):
+                found.update(self._buckets.get(bucket, ()))
+            out.append(sorted(found))
+        return out
+
+    def get_signatures(self, keys: Sequence[str]) -> np.ndarray:
+        if not keys:
+            return np.empty((0, 0), dtype=np.uint32)
+        return np.stack([self._signatures[k] for k in keys])
+
+    def get_shingles(self, keys: Sequence[str]) -> list[np.ndarray | None]:
+        return [self._shingles[k] for k in keys]
+
+    def remove(self, keys: Sequence[str]) -> int:
+        return self._discard(keys)
+
+    def _discard(self, keys: Sequence[str]) -> int:
+        removed = 0
+        for key in keys:
+            if self._signatures.pop(key, None) is None:
+                continue
+            removed += 1
+            del self._shingles[key]
+            for bucket in self._doc_buckets.pop(key):
+                members = self._buckets[bucket]
+                members.discard(key)
+                if not members:
+                    del self._buckets[bucket]
+        return removed
+
+    def contains(self, key: str) -> bool:
+        return key in self._signatures
+
+    def count(self) -> int:
+        return len(self._signatures)
+
+    def keys(self) -> Iterator[str]:
+        return iter(list(self._signatures))
+
+    def size_bytes(self) -> int | None:
+        return None
+
+    def close(self) -> None:
+        return None

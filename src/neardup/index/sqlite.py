@@ -1,0 +1,303 @@
+"""The SQLite backend: one file, no server, the embedded default.
+
+Layout (``sqlite_schema`` 1 in the ``meta`` table)::
+
+    meta(key TEXT PRIMARY KEY, value TEXT)      'sqlite_schema' -> '1', 'settings' -> JSON
+    docs(id INTEGER PRIMARY KEY, key TEXT UNIQUE NOT NULL,
+         signature BLOB NOT NULL,               uint32 little-endian, num_perm values
+         buckets BLOB,                          int64 little-endian, one per band; NULL if empty doc
+         shingles BLOB)                         sorted unique uint64 little-endian; NULL if not kept
+    bands(bucket INTEGER, doc INTEGER, PRIMARY KEY (bucket, doc)) WITHOUT ROWID
+
+``bucket`` follows :func:`~neardup.index.base.bucket_ids`. ``bands`` is one clustered B-tree, so a
+lookup by bucket is a range scan and an insert touches one tree; a document's own bucket list in
+``docs.buckets`` lets removal delete its band rows by primary key, with no second index on ``doc``.
+
+The database runs in WAL mode with ``synchronous=NORMAL``: readers in other processes read a
+consistent snapshot while one writer writes, and every batch is one transaction, so a crash or a
+``kill -9`` leaves whole batches only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from neardup.errors import StorageError
+from neardup.index.base import bucket_ids, check_batch
+
+SCHEMA_VERSION = 1
+_CHUNK = 500  # parameters per IN (...) list, well under SQLite's limit
+_BUSY_TIMEOUT_S = 30.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS docs (
+    id INTEGER PRIMARY KEY,
+    key TEXT UNIQUE NOT NULL,
+    signature BLOB NOT NULL,
+    buckets BLOB,
+    shingles BLOB
+);
+CREATE TABLE IF NOT EXISTS bands (
+    bucket INTEGER NOT NULL,
+    doc INTEGER NOT NULL,
+    PRIMARY KEY (bucket, doc)
+) WITHOUT ROWID;
+"""
+
+
+def _chunks(items: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
+    for lo in range(0, len(items), size):
+        yield items[lo : lo + size]
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+class SQLiteStorage:
+    """An index in one SQLite file at ``path`` (created if missing)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.path.abspath(os.fspath(path))
+        try:
+            self._conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StorageError(f"{self.path}: cannot open the index: {exc}") from exc
+        try:
+            with self._errors("opening the index"):
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+                self._init_schema()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        """Translate sqlite3 errors into StorageError naming the file."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise StorageError(f"{self.path}: {action} failed: {exc}") from exc
+
+    @contextmanager
+    def _transaction(self, action: str, *, write: bool = True) -> Iterator[sqlite3.Connection]:
+        """One transaction: committed if the block ends, rolled back if it raises."""
+        with self._errors(action):
+            self._conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.rollback()
+                raise
+            self._conn.execute("COMMIT")
+
+    def _init_schema(self) -> None:
+        conn = self._conn
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if tables and "meta" not in tables:
+            raise StorageError(
+                f"{self.path} is an SQLite database but not a neardup index; choose another file"
+            )
+        if "meta" in tables:
+            row = conn.execute("SELECT value FROM meta WHERE key='sqlite_schema'").fetchone()
+            found = None if row is None else row[0]
+            if found != str(SCHEMA_VERSION):
+                raise StorageError(
+                    f"{self.path}: index file layout {found!r} is not readable by this neardup "
+                    f"(it reads layout {SCHEMA_VERSION}); rebuild the index or upgrade neardup"
+                )
+            return
+        with self._transaction("creating the index"):
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('sqlite_schema', ?)", (str(SCHEMA_VERSION),)
+            )
+
+    def _lookup(self, keys: Sequence[str]) -> dict[str, tuple[int, bytes | None]]:
+        """``key -> (id, buckets blob)`` of the stored ones among ``keys``."""
+        found: dict[str, tuple[int, bytes | None]] = {}
+        for part in _chunks(keys):
+            sql = f"SELECT key, id, buckets FROM docs WHERE key IN ({_marks(len(part))})"
+            for key, doc_id, buckets in self._conn.execute(sql, list(part)):
+                found[key] = (doc_id, buckets)
+        return found
+
+    def _delete(self, docs: Iterable[tuple[int, bytes | None]]) -> None:
+        """Delete documents and their band rows (inside a transaction)."""
+        ids: list[int] = []
+        band_rows: list[tuple[int, int]] = []
+        for doc_id, blob in docs:
+            ids.append(doc_id)
+            if blob is not None:
+                band_rows.extend((b, doc_id) for b in np.frombuffer(blob, dtype="<i8").tolist())
+        self._conn.executemany("DELETE FROM bands WHERE bucket = ? AND doc = ?", band_rows)
+        for part in _chunks(ids):
+            self._conn.execute(f"DELETE FROM docs WHERE id IN ({_marks(len(part))})", list(part))
+
+    # -- the Storage interface -----------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return "sqlite://" + self.path
+
+    def read_settings(self) -> dict[str, Any] | None:
+        with self._errors("reading the settings"):
+            row = self._conn.execute("SELECT value FROM meta WHERE key='settings'").fetchone()
+        if row is None:
+            return None
+        try:
+            settings = json.loads(row[0])
+        except ValueError as exc:
+            raise StorageError(f"{self.path}: the stored settings are not valid JSON: {exc}") from exc
+        if not isinstance(settings, dict):
+            raise StorageError(f"{self.path}: the stored settings are not a JSON object")
+        return settings
+
+    def write_settings(self, settings: dict[str, Any]) -> None:
+        text = json.dumps(settings, sort_keys=True)
+        with self._transaction("writing the settings") as conn:
+            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('settings', ?)", (text,))
+
+    def insert(
+        self,
+        keys: Sequence[str],
+        signatures: np.ndarray,
+        band_keys: np.ndarray,
+        shingles: Sequence[np.ndarray] | None = None,
+        *,
+        eligible: np.ndarray | None = None,
+    ) -> None:
+        mask = check_batch(keys, signatures, band_keys, shingles, eligible)
+        n = len(keys)
+        if n == 0:
+            return
+        # rows are built before the transaction, so the write lock is held only for SQLite's work
+        sig_raw = np.ascontiguousarray(signatures, dtype="<u4").tobytes()
+        sig_width = len(sig_raw) // n
+        buckets = bucket_ids(band_keys).astype("<i8", copy=False)
+        bucket_raw = np.ascontiguousarray(buckets).tobytes()
+        bucket_width = len(bucket_raw) // n
+        shingle_blobs: list[bytes | None] = (
+            [None] * n
+            if shingles is None
+            else [np.ascontiguousarray(s, dtype="<u8").tobytes() for s in shingles]
+        )
+        mask_list = mask.tolist()
+
+        with self._transaction("inserting documents") as conn:
+            existing = self._lookup(keys)
+            if existing:
+                self._delete(existing.values())
+            base = conn.execute("SELECT COALESCE(MAX(id), 0) FROM docs").fetchone()[0]
+            ids = np.arange(base + 1, base + 1 + n, dtype=np.int64)
+            conn.executemany(
+                "INSERT INTO docs (id, key, signature, buckets, shingles) VALUES (?, ?, ?, ?, ?)",
+                zip(
+                    ids.tolist(),
+                    keys,
+                    (sig_raw[i * sig_width : (i + 1) * sig_width] for i in range(n)),
+                    (
+                        bucket_raw[i * bucket_width : (i + 1) * bucket_width] if mask_list[i] else None
+                        for i in range(n)
+                    ),
+                    shingle_blobs,
+                    strict=True,
+                ),
+            )
+            flat_buckets = buckets[mask].ravel()
+            flat_docs = np.repeat(ids[mask], buckets.shape[1])
+            order = np.argsort(flat_buckets, kind="stable")  # B-tree order: fewer page splits
+            # OR IGNORE: two bands of one document landing in one bucket (odds 2**-64) is harmless
+            conn.executemany(
+                "INSERT OR IGNORE INTO bands (bucket, doc) VALUES (?, ?)",
+                zip(flat_buckets[order].tolist(), flat_docs[order].tolist(), strict=True),
+            )
+
+    def candidates(self, band_keys: np.ndarray) -> list[list[str]]:
+        buckets = bucket_ids(band_keys)
+        unique = np.unique(buckets).tolist()
+        hits: dict[int, list[str]] = {}
+        with self._transaction("looking up candidates", write=False) as conn:
+            for part in _chunks(unique):
+                sql = (
+                    "SELECT b.bucket, d.key FROM bands AS b JOIN docs AS d ON d.id = b.doc "
+                    f"WHERE b.bucket IN ({_marks(len(part))})"
+                )
+                for bucket, key in conn.execute(sql, list(part)):
+                    hits.setdefault(bucket, []).append(key)
+        out = []
+        for row in buckets.tolist():
+            found: set[str] = set()
+            for bucket in row:
+                found.update(hits.get(bucket, ()))
+            out.append(sorted(found))
+        return out
+
+    def _blobs(self, keys: Sequence[str], column: str, action: str) -> list[bytes | None]:
+        found: dict[str, bytes | None] = {}
+        with self._transaction(action, write=False) as conn:
+            for part in _chunks(keys):
+                sql = f"SELECT key, {column} FROM docs WHERE key IN ({_marks(len(part))})"
+                found.update(conn.execute(sql, list(part)))
+        try:
+            return [found[k] for k in keys]
+        except KeyError as exc:
+            raise KeyError(f"no document with key {exc.args[0]!r} in {self.path}") from None
+
+    def get_signatures(self, keys: Sequence[str]) -> np.ndarray:
+        if not keys:
+            return np.empty((0, 0), dtype=np.uint32)
+        blobs = self._blobs(keys, "signature", "reading signatures")
+        flat = np.frombuffer(b"".join(b or b"" for b in blobs), dtype="<u4")
+        return flat.reshape(len(keys), -1).astype(np.uint32)
+
+    def get_shingles(self, keys: Sequence[str]) -> list[np.ndarray | None]:
+        blobs = self._blobs(keys, "shingles", "reading shingles")
+        return [None if b is None else np.frombuffer(b, dtype="<u8").astype(np.uint64) for b in blobs]
+
+    def remove(self, keys: Sequence[str]) -> int:
+        with self._transaction("removing documents"):
+            existing = self._lookup(list(dict.fromkeys(keys)))
+            self._delete(existing.values())
+        return len(existing)
+
+    def contains(self, key: str) -> bool:
+        with self._errors("looking up a key"):
+            return self._conn.execute("SELECT 1 FROM docs WHERE key = ?", (key,)).fetchone() is not None
+
+    def count(self) -> int:
+        with self._errors("counting documents"):
+            return int(self._conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0])
+
+    def keys(self) -> Iterator[str]:
+        last = 0
+        while True:  # pages by id, so no read transaction stays open between pages
+            with self._errors("listing keys"):
+                rows = self._conn.execute(
+                    "SELECT id, key FROM docs WHERE id > ? ORDER BY id LIMIT 1000", (last,)
+                ).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            for _, key in rows:
+                yield key
+
+    def size_bytes(self) -> int | None:
+        return sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
+
+    def close(self) -> None:
+        with self._errors("closing the index"):
+            self._conn.close()

@@ -1,0 +1,42 @@
+"""Choosing a backend from a URL or a path."""
+
+from __future__ import annotations
+
+import os
+
+from neardup.errors import StorageError
+from neardup.index.base import Storage
+from neardup.index.memory import MemoryStorage
+from neardup.index.sqlite import SQLiteStorage
+
+URL_FORMS = "memory://, sqlite:///abs/path.db, sqlite://relative.db, a bare path, or redis://host:port/db"
+
+
+def open_storage(url_or_path: str | os.PathLike[str]) -> Storage:
+    """The storage a URL or path names.
+
+    ``memory://`` is a new in-memory store; ``sqlite://`` followed by a path (``sqlite:///abs/x.db``
+    or ``sqlite://x.db``) and a bare path (``idx.db``) are an SQLite file, created if missing;
+    ``redis://host:port/db`` is a Redis server.
+    """
+    target = os.fspath(url_or_path)
+    scheme, sep, rest = target.partition("://")
+    if not sep:
+        if not target:
+            raise StorageError(f"an index location is required: {URL_FORMS}")
+        return SQLiteStorage(os.path.expanduser(target))
+    scheme = scheme.lower()
+    if scheme == "memory":
+        if rest:
+            raise StorageError(f"memory:// takes no path, got {target!r}")
+        return MemoryStorage()
+    if scheme == "sqlite":
+        if not rest:
+            raise StorageError(f"{target!r} names no file; use sqlite:///abs/path.db or sqlite://relative.db")
+        return SQLiteStorage(os.path.expanduser(rest))
+    if scheme in ("redis", "rediss", "unix"):
+        raise StorageError(
+            f"the Redis backend is not available yet in this version of neardup ({target!r}); "
+            "use an SQLite file (idx.db) or memory://"
+        )
+    raise StorageError(f"unknown index URL scheme {scheme!r} in {target!r}; use {URL_FORMS}")

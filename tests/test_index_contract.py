@@ -1,0 +1,367 @@
+"""The contract every index backend keeps, run against each of them through one fixture.
+
+A new backend (Redis) joins by adding a parameter to ``backend``: its ``open`` returns a storage on
+the same data each time it is called, as reopening a file or reconnecting to a server does.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import neardup
+from neardup.config import DedupConfig
+from neardup.errors import ConfigError, IndexSettingsError, StorageError
+from neardup.index import (
+    IndexSettings,
+    LSHIndex,
+    Match,
+    MemoryStorage,
+    SQLiteStorage,
+    Storage,
+    open_storage,
+)
+
+WORDS = [
+    "river",
+    "stone",
+    "bread",
+    "lamp",
+    "cloud",
+    "field",
+    "winter",
+    "copper",
+    "garden",
+    "violin",
+    "harbor",
+    "pencil",
+    "orbit",
+    "meadow",
+    "candle",
+    "falcon",
+    "prism",
+    "velvet",
+    "anchor",
+    "tunnel",
+    "maple",
+    "saddle",
+    "quartz",
+    "ember",
+    "lantern",
+    "thistle",
+    "cobalt",
+]
+
+
+def _text(rng: np.random.Generator, n: int = 30) -> str:
+    return " ".join(rng.choice(WORDS, size=n).tolist())
+
+
+def _variants(seed: int = 3, count: int = 12) -> list[str]:
+    """A base text and copies with more and more words replaced: similarities from 1 down."""
+    rng = np.random.default_rng(seed)
+    words = _text(rng, 40).split()
+    out = []
+    for i in range(count):
+        w = list(words)
+        for pos in rng.choice(len(w), size=min(len(w), 2 * i), replace=False).tolist():
+            w[pos] = f"x{i}y{pos}"
+        out.append(" ".join(w))
+    return out
+
+
+@dataclass
+class Backend:
+    name: str
+    open: Callable[[], Storage]
+    """A storage on this backend's data: the same data on every call."""
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    opened: list[Storage] = []
+    if request.param == "memory":
+        shared = MemoryStorage()
+
+        def make() -> Storage:
+            return shared
+    else:
+        path = tmp_path / "idx.db"
+
+        def make() -> Storage:
+            storage = SQLiteStorage(path)
+            opened.append(storage)
+            return storage
+
+    yield Backend(request.param, make)
+    for storage in opened:
+        storage.close()
+
+
+def test_storage_satisfies_protocol(backend: Backend) -> None:
+    assert isinstance(backend.open(), Storage)
+
+
+def test_insert_query_remove_contains_len(backend: Backend) -> None:
+    index = LSHIndex(backend.open())
+    assert len(index) == 0
+    index.insert("cat", "The cat sat on the mat and looked at the garden for a long while")
+    index.insert("dog", "A dog barked at the postman who walked quickly down the street")
+    assert len(index) == 2
+    assert "cat" in index and "dog" in index and "bird" not in index and 3 not in index
+    assert index.query("the cat sat on the mat and looked at the garden for a long while!") == [
+        Match("cat", 1.0, False)
+    ]
+    assert index.remove("cat") is True
+    assert index.remove("cat") is False
+    assert "cat" not in index and len(index) == 1
+    assert index.query("the cat sat on the mat and looked at the garden for a long while") == []
+    assert list(index.storage.keys()) == ["dog"]
+
+
+def test_reinsert_replaces(backend: Backend) -> None:
+    index = LSHIndex(backend.open())
+    old, new = "river stone bread lamp cloud field winter copper", "garden violin harbor pencil orbit meadow"
+    index.insert("k", old)
+    index.insert("k", new)
+    assert len(index) == 1
+    assert index.query(old) == []
+    assert [m.key for m in index.query(new)] == ["k"]
+
+
+def test_batch_insert_equals_single_inserts(backend: Backend) -> None:
+    texts = _variants()
+    keys = [f"doc{i:02d}" for i in range(len(texts))]
+    batch = LSHIndex(backend.open())
+    batch.insert_many(keys, texts)
+    single = LSHIndex(MemoryStorage())
+    for key, text in zip(keys, texts, strict=True):
+        single.insert(key, text)
+    assert list(batch.storage.keys()) == keys
+    np.testing.assert_array_equal(batch.storage.get_signatures(keys), single.storage.get_signatures(keys))
+    for text in texts:
+        assert batch.query(text) == single.query(text)
+    # a key repeated within one batch keeps its last text, like inserting one at a time
+    batch.insert_many(["dup", "dup"], [texts[0], "completely different words here today"])
+    assert [m.key for m in batch.query("completely different words here today")] == ["dup"]
+
+
+def test_query_sorted_never_below_threshold(backend: Backend) -> None:
+    texts = _variants()
+    index = LSHIndex(backend.open())
+    index.insert_many([f"doc{i:02d}" for i in range(len(texts))], texts)
+    sigs = neardup.signatures(texts)
+    for threshold in (None, 0.3, 0.5, 0.7, 0.9, 1.0):
+        limit = index.settings.threshold if threshold is None else threshold
+        matches = index.query(texts[0], threshold=threshold)
+        assert matches[0] == Match("doc00", 1.0, False)
+        for m in matches:
+            assert m.similarity >= limit and not m.exact
+            expected = np.count_nonzero(sigs[0] == sigs[int(m.key[3:])]) / sigs.shape[1]
+            assert m.similarity == expected
+        order = [(-m.similarity, m.key) for m in matches]
+        assert order == sorted(order)
+    assert len(index.query(texts[0], threshold=0.3)) > len(index.query(texts[0], threshold=0.9))
+
+
+def test_ties_are_ordered_by_key_and_top_k_cuts(backend: Backend) -> None:
+    text = "the same words in the same order for every one of these keys"
+    index = LSHIndex(backend.open())
+    index.insert_many(["b", "c", "a"], [text] * 3)
+    assert [m.key for m in index.query(text)] == ["a", "b", "c"]
+    assert [m.key for m in index.query(text, top_k=2)] == ["a", "b"]
+    texts = _variants()
+    index.insert_many([f"v{i:02d}" for i in range(len(texts))], texts)
+    full = index.query(texts[0], threshold=0.3)
+    assert index.query(texts[0], threshold=0.3, top_k=3) == full[:3]
+    with pytest.raises(ConfigError, match="top_k must be a whole number of at least 1, got 0"):
+        index.query(text, top_k=0)
+    with pytest.raises(ConfigError, match=r"threshold must be in \(0, 1\], got 1.5"):
+        index.query(text, threshold=1.5)
+
+
+def test_exact_similarity_with_keep_shingles(backend: Backend) -> None:
+    texts = _variants()
+    keys = [f"doc{i:02d}" for i in range(len(texts))]
+    index = LSHIndex(backend.open(), keep_shingles=True)
+    index.insert_many(keys, texts)
+    matches = index.query(texts[0], threshold=0.3, exact=True)
+    assert matches and matches[0] == Match("doc00", 1.0, True)
+    for m in matches:
+        assert m.exact and m.similarity >= 0.3
+        assert m.similarity == pytest.approx(neardup.exact_jaccard(texts[0], texts[int(m.key[3:])]))
+    order = [(-m.similarity, m.key) for m in matches]
+    assert order == sorted(order)
+    stored = index.storage.get_shingles(["doc03"])[0]
+    assert stored is not None
+    np.testing.assert_array_equal(stored, neardup.shingle_hashes(texts[3]))
+
+
+def test_exact_needs_kept_shingles(backend: Backend) -> None:
+    index = LSHIndex(backend.open())
+    index.insert("a", "some words to index here")
+    with pytest.raises(ConfigError, match="build it with keep_shingles=True"):
+        index.query("some words to index here", exact=True)
+
+
+def test_settings_persisted_and_reopened(backend: Backend) -> None:
+    config = DedupConfig.create(num_perm=64, seed=7, threshold=0.6, shingle="char", ngram=4)
+    texts = _variants()
+    keys = [f"doc{i:02d}" for i in range(len(texts))]
+    index = LSHIndex(backend.open(), config, keep_shingles=True)
+    index.insert_many(keys, texts)
+    answers = [index.query(t, threshold=0.3) for t in texts]
+    exact = index.query(texts[0], exact=True)
+    index.close()
+
+    again = LSHIndex(backend.open())  # no config: the stored settings rule
+    assert again.settings == index.settings
+    assert again.settings == IndexSettings.from_config(config, keep_shingles=True)
+    assert len(again) == len(texts)
+    assert [again.query(t, threshold=0.3) for t in texts] == answers
+    assert again.query(texts[0], exact=True) == exact
+    assert LSHIndex(backend.open(), config).settings == index.settings  # the same config is fine
+    stats = again.stats()
+    assert stats["documents"] == len(texts)
+    assert (stats["bands"], stats["rows"]) == (index.settings.bands, index.settings.rows)
+    assert stats["settings"] == index.settings.to_dict()
+    assert stats["backend"] == backend.name
+
+
+def test_settings_mismatch_refused(backend: Backend) -> None:
+    LSHIndex(backend.open()).insert("a", "a few words")
+    with pytest.raises(IndexSettingsError) as err:
+        LSHIndex(backend.open(), DedupConfig.create(seed=1))
+    assert str(err.value) == "the index was built with seed=42 but this config uses seed=1"
+    with pytest.raises(IndexSettingsError) as err:
+        LSHIndex(backend.open(), DedupConfig.create(shingle="char", ngram=5))
+    assert str(err.value) == (
+        "the index was built with shingle_mode='word' but this config uses shingle_mode='char'; "
+        "the index was built with ngram=2 but this config uses ngram=5"
+    )
+    with pytest.raises(IndexSettingsError) as err:
+        LSHIndex(backend.open(), keep_shingles=True)
+    assert str(err.value) == (
+        "the index was built with keep_shingles=False but this config uses keep_shingles=True"
+    )
+
+    index = LSHIndex(backend.open())
+    other = IndexSettings.from_config(DedupConfig.create(num_perm=64))
+    sigs = neardup.signatures(["a few words"], DedupConfig.create(num_perm=64))
+    with pytest.raises(IndexSettingsError) as err:
+        index.insert_signatures(["b"], sigs, settings=other)
+    assert str(err.value) == "the index was built with num_perm=128 but this signature uses num_perm=64"
+    with pytest.raises(IndexSettingsError, match="num_perm=128 but this signature uses num_perm=64"):
+        index.query_signature(sigs[0], settings=other)
+    assert len(index) == 1
+
+
+def test_signature_width_mismatch_refused(backend: Backend) -> None:
+    index = LSHIndex(backend.open())
+    narrow = np.zeros((2, 64), dtype=np.uint32)
+    message = "the index was built with num_perm=128 but these signatures have 64 values each"
+    with pytest.raises(IndexSettingsError) as err:
+        index.insert_signatures(["a", "b"], narrow)
+    assert str(err.value) == message
+    with pytest.raises(IndexSettingsError) as err:
+        index.query_signature(narrow[0])
+    assert str(err.value) == message
+    assert len(index) == 0
+
+
+def test_signatures_in_and_out(backend: Backend) -> None:
+    texts = _variants()
+    keys = [f"doc{i:02d}" for i in range(len(texts))]
+    sigs = neardup.signatures(texts)
+    index = LSHIndex(backend.open())
+    index.insert_signatures(keys, sigs, settings=IndexSettings.from_config(DedupConfig()))
+    np.testing.assert_array_equal(index.storage.get_signatures(keys), sigs)
+    for sig, text in zip(sigs, texts, strict=True):
+        assert index.query_signature(sig) == index.query(text)
+    assert index.query_signatures(sigs) == index.query_many(texts)
+
+
+def test_empty_documents_never_match(backend: Backend) -> None:
+    index = LSHIndex(backend.open())
+    index.insert_many(["blank", "punct", "words"], ["", " ?!… — ", "real words are here"])
+    assert len(index) == 3 and "blank" in index and "punct" in index
+    for query in ("", "...", " ?!… — "):
+        assert index.query(query, threshold=0.01) == []
+    empty_sig = index.storage.get_signatures(["blank"])[0]
+    assert index.query_signature(empty_sig, threshold=0.01) == []
+    index.insert_signatures(["blank2"], empty_sig[None, :])
+    assert index.query_signature(empty_sig, threshold=0.01) == []
+    assert index.query_many(["", "real words are here"]) == [[], [Match("words", 1.0, False)]]
+
+
+def test_remove_many_and_keys_order(backend: Backend) -> None:
+    index = LSHIndex(backend.open())
+    index.insert_many(["a", "b", "c", "d"], ["one two three", "four five six", "seven eight", "nine ten"])
+    index.insert("b", "four five six again")  # a replaced key moves to the end
+    assert list(index.storage.keys()) == ["a", "c", "d", "b"]
+    assert index.remove_many(["a", "zzz", "c", "a"]) == 2
+    assert list(index.storage.keys()) == ["d", "b"]
+    assert index.query("one two three") == []
+
+
+def test_storage_batch_with_repeated_key_is_refused_whole(backend: Backend) -> None:
+    storage = backend.open()
+    sigs = np.arange(8, dtype=np.uint32).reshape(2, 4)
+    keys = np.arange(4, dtype=np.uint64).reshape(2, 2)
+    with pytest.raises(ValueError, match="key 'x' occurs twice in one batch"):
+        storage.insert(["x", "x"], sigs, keys)
+    with pytest.raises(TypeError, match="index keys must be str, got int"):
+        storage.insert([1, 2], sigs, keys)  # type: ignore[list-item]
+    assert storage.count() == 0
+    with pytest.raises(KeyError, match="nope"):
+        storage.get_signatures(["nope"])
+
+
+def test_open_storage_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert isinstance(open_storage("memory://"), MemoryStorage)
+    absolute = open_storage(f"sqlite://{tmp_path / 'abs.db'}")
+    assert isinstance(absolute, SQLiteStorage) and absolute.path == str(tmp_path / "abs.db")
+    assert absolute.url == f"sqlite://{tmp_path / 'abs.db'}"
+    absolute.close()
+    monkeypatch.chdir(tmp_path)
+    for target, name in (("sqlite://rel.db", "rel.db"), ("bare.db", "bare.db"), (tmp_path / "p.db", "p.db")):
+        storage = open_storage(target)
+        assert isinstance(storage, SQLiteStorage) and storage.path == os.path.join(tmp_path, name)
+        storage.close()
+    assert (tmp_path / "rel.db").exists() and (tmp_path / "bare.db").exists()
+    with pytest.raises(StorageError, match="the Redis backend is not available yet"):
+        open_storage("redis://localhost:6379/0")
+    with pytest.raises(StorageError, match="unknown index URL scheme 'ftp'"):
+        open_storage("ftp://host/idx")
+    with pytest.raises(StorageError, match="memory:// takes no path"):
+        open_storage("memory://name")
+    with pytest.raises(StorageError, match="names no file"):
+        open_storage("sqlite://")
+    index = LSHIndex.open(tmp_path / "via-open.db")
+    assert index.stats()["backend"] == "sqlite" and index.stats()["size_bytes"] > 0
+    index.close()
+
+
+def test_index_from_another_hash_version_is_refused(backend: Backend) -> None:
+    storage = backend.open()
+    LSHIndex(storage)
+    stored = storage.read_settings()
+    assert stored is not None
+    storage.write_settings({**stored, "hash_version": 0})
+    with pytest.raises(IndexSettingsError) as err:
+        LSHIndex(backend.open())
+    assert str(err.value) == (
+        "the index was built with hash_version=0 but this version of neardup uses hash_version=1"
+    )
+    storage.write_settings({**stored, "bogus": 1})
+    with pytest.raises(IndexSettingsError, match=r"not readable \(unknown bogus\)"):
+        LSHIndex(backend.open())
+    del stored["seed"]
+    storage.write_settings(stored)
+    with pytest.raises(IndexSettingsError, match=r"not readable \(missing seed\)"):
+        LSHIndex(backend.open())
