@@ -1,10 +1,79 @@
 """Hypothesis profiles: ``ci`` (the default) is reproducible and has no deadline,
-because the first call of a compiled kernel may load it from numba's cache."""
+because the first call of a compiled kernel may load it from numba's cache.
+
+``redis_server``: a real redis-server for the whole session, for the Redis index backend."""
 
 import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("ci", deadline=None, derandomize=True, database=None, print_blob=True)
 settings.register_profile("dev", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+# -- a real redis-server for the index tests -------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _ping(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+            s.sendall(b"PING\r\n")
+            return s.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``redis://127.0.0.1:PORT/0`` of a redis-server this session starts and stops.
+
+    Without redis-server on PATH the tests that use it fail when ``CI`` is set (CI installs it, so
+    its absence is a broken set-up) and are skipped otherwise.
+    """
+    exe = shutil.which("redis-server")
+    if exe is None:
+        message = "redis-server is not on PATH; install it (apt-get install -y redis-server)"
+        if os.environ.get("CI"):
+            pytest.fail(f"{message}: CI must run the Redis index tests", pytrace=False)
+        pytest.skip(message)
+    workdir: Path = tmp_path_factory.mktemp("redis")
+    port = _free_port()
+    log = open(workdir / "redis.log", "wb")  # noqa: SIM115 -- closed after the server stops
+    proc = subprocess.Popen(
+        [exe, "--save", "", "--appendonly", "no", "--port", str(port), "--bind", "127.0.0.1"],
+        cwd=workdir,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 20.0
+        while not _ping(port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                log.flush()
+                output = (workdir / "redis.log").read_text(errors="replace")[-2000:]
+                pytest.fail(f"redis-server on port {port} did not start:\n{output}", pytrace=False)
+            time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()

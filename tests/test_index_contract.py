@@ -6,7 +6,9 @@ the same data each time it is called, as reopening a file or reconnecting to a s
 
 from __future__ import annotations
 
+import itertools
 import os
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,7 @@ from neardup.index import (
     Storage,
     open_storage,
 )
+from neardup.index.redis import RedisStorage
 
 WORDS = [
     "river",
@@ -82,7 +85,25 @@ class Backend:
     """A storage on this backend's data: the same data on every call."""
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+_prefixes = itertools.count()
+
+
+@pytest.fixture
+def redis_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A Redis URL with a key prefix of this test's own, emptied afterwards."""
+    import redis
+
+    server: str = request.getfixturevalue("redis_server")
+    prefix = f"t{os.getpid()}.{next(_prefixes)}."  # a test may add to it for a second index
+    client = redis.Redis.from_url(server)
+    yield f"{server}?prefix={prefix}"
+    keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     opened: list[Storage] = []
     if request.param == "memory":
@@ -90,6 +111,13 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
 
         def make() -> Storage:
             return shared
+    elif request.param == "redis":
+        url = request.getfixturevalue("redis_url")
+
+        def make() -> Storage:
+            storage = RedisStorage(url)
+            opened.append(storage)
+            return storage
     else:
         path = tmp_path / "idx.db"
 
@@ -334,8 +362,6 @@ def test_open_storage_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
         assert isinstance(storage, SQLiteStorage) and storage.path == os.path.join(tmp_path, name)
         storage.close()
     assert (tmp_path / "rel.db").exists() and (tmp_path / "bare.db").exists()
-    with pytest.raises(StorageError, match="the Redis backend is not available yet"):
-        open_storage("redis://localhost:6379/0")
     with pytest.raises(StorageError, match="unknown index URL scheme 'ftp'"):
         open_storage("ftp://host/idx")
     with pytest.raises(StorageError, match="memory:// takes no path"):
@@ -365,3 +391,99 @@ def test_index_from_another_hash_version_is_refused(backend: Backend) -> None:
     storage.write_settings(stored)
     with pytest.raises(IndexSettingsError, match=r"not readable \(missing seed\)"):
         LSHIndex(backend.open())
+
+
+# -- Redis only ------------------------------------------------------------------------------------
+
+
+def test_open_storage_redis_urls(redis_url: str) -> None:
+    storage = open_storage(redis_url)
+    assert isinstance(storage, RedisStorage) and storage.url == redis_url
+    assert storage.prefix == redis_url.rpartition("=")[2] + ":"
+    storage.close()
+    default = open_storage(redis_url.partition("?")[0])
+    assert isinstance(default, RedisStorage) and default.prefix == "neardup:"
+    default._client.delete(b"neardup:layout")  # opening wrote it; leave the server as it was
+    default.close()
+    with pytest.raises(StorageError, match=r"the prefix parameter is empty; .* \?prefix=myindex"):
+        open_storage(redis_url.partition("?")[0] + "?prefix=")
+
+
+def test_redis_password_hidden_and_errors_name_the_url() -> None:
+    url = "redis://user:s3cret@127.0.0.1:1/0?prefix=x&socket_connect_timeout=1"
+    with pytest.raises(StorageError) as err:
+        open_storage(url)
+    message = str(err.value)
+    assert message.startswith("redis://user:***@127.0.0.1:1/0?prefix=x&socket_connect_timeout=1: ")
+    assert "opening the index failed" in message and "s3cret" not in message
+    assert err.value.__cause__ is not None
+
+
+def test_redis_py_missing_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "redis", None)  # makes `import redis` raise ImportError
+    with pytest.raises(StorageError) as err:
+        open_storage("redis://127.0.0.1:6379/0")
+    assert str(err.value) == (
+        "redis://127.0.0.1:6379/0: the Redis backend needs redis-py; "
+        "install it with pip install 'neardup[redis]'"
+    )
+
+
+def test_two_redis_connections_see_each_other(redis_url: str) -> None:
+    texts = _variants()
+    first = LSHIndex.open(redis_url)
+    second = LSHIndex.open(redis_url)
+    first.insert_many([f"doc{i:02d}" for i in range(6)], texts[:6])
+    assert len(second) == 6 and "doc03" in second
+    assert [m.key for m in second.query(texts[0], top_k=1)] == ["doc00"]
+    second.insert("late", texts[8])
+    assert "late" in first and first.query(texts[8], top_k=1) == [Match("late", 1.0, False)]
+    assert first.remove("doc00") and "doc00" not in second
+    assert list(second.storage.keys()) == [f"doc{i:02d}" for i in range(1, 6)] + ["late"]
+    first.close()
+    second.close()
+
+
+def test_redis_prefixes_keep_indexes_apart(redis_url: str) -> None:
+    other_url = redis_url + "-other"
+    one, two = LSHIndex.open(redis_url), LSHIndex.open(other_url, DedupConfig.create(num_perm=64))
+    one.insert("a", "words that live in the first index only")
+    assert len(two) == 0 and two.settings.num_perm == 64 and one.settings.num_perm == 128
+    assert two.query("words that live in the first index only") == []
+    two.storage.remove(["a"])
+    assert "a" in one
+    one.close()
+    two.close()
+
+
+def test_redis_concurrent_creators_cannot_disagree(redis_url: str) -> None:
+    from neardup.index.settings import IndexSettings as Settings
+
+    first, second = RedisStorage(redis_url), RedisStorage(redis_url)
+    assert first.read_settings() is None and second.read_settings() is None  # both think they create
+    first.write_settings(Settings.from_config(DedupConfig()).to_dict())
+    second.write_settings(Settings.from_config(DedupConfig()).to_dict())  # the same settings: fine
+    third = RedisStorage(redis_url)
+    assert third.read_settings() == first.read_settings()
+    late = RedisStorage(redis_url + "x")
+    other = RedisStorage(redis_url + "x")
+    assert late.read_settings() is None and other.read_settings() is None
+    late.write_settings(Settings.from_config(DedupConfig(), keep_shingles=True).to_dict())
+    with pytest.raises(IndexSettingsError) as err:
+        other.write_settings(Settings.from_config(DedupConfig.create(seed=1)).to_dict())
+    assert "another process created this index at the same time with other settings" in str(err.value)
+    assert "keep_shingles=True (not False)" in str(err.value) and "seed=42 (not 1)" in str(err.value)
+    for storage in (first, second, third, late, other):
+        storage.close()
+
+
+def test_redis_layout_version_checked(redis_url: str) -> None:
+    import redis
+
+    storage = RedisStorage(redis_url)
+    client = redis.Redis.from_url(redis_url.partition("?")[0])
+    client.set(storage.prefix + "layout", "99")
+    with pytest.raises(StorageError, match=r"index layout b'99' under prefix .* is not readable"):
+        RedisStorage(redis_url)
+    client.close()
+    storage.close()

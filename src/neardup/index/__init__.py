@@ -1,4 +1,4 @@
-"""The persistent LSH index: insert, query and remove documents, in memory or in an SQLite file.
+"""The persistent LSH index: insert, query and remove documents in memory, an SQLite file or Redis.
 
 >>> from neardup.index import LSHIndex
 >>> index = LSHIndex.open("memory://")
@@ -10,6 +10,7 @@
 from neardup.index.base import Storage, bucket_ids
 from neardup.index.lsh_index import LSHIndex, Match
 from neardup.index.memory import MemoryStorage
+from neardup.index.redis import RedisStorage
 from neardup.index.settings import FORMAT_VERSION, IndexSettings
 from neardup.index.sqlite import SQLiteStorage
 from neardup.index.url import open_storage
@@ -20,6 +21,7 @@ __all__ = [
     "LSHIndex",
     "Match",
     "MemoryStorage",
+    "RedisStorage",
     "SQLiteStorage",
     "Storage",
     "bucket_ids",

@@ -7,9 +7,13 @@ import os
 from neardup.errors import StorageError
 from neardup.index.base import Storage
 from neardup.index.memory import MemoryStorage
+from neardup.index.redis import RedisStorage
 from neardup.index.sqlite import SQLiteStorage
 
-URL_FORMS = "memory://, sqlite:///abs/path.db, sqlite://relative.db, a bare path, or redis://host:port/db"
+URL_FORMS = (
+    "memory://, sqlite:///abs/path.db, sqlite://relative.db, a bare path, "
+    "or redis://host:port/db[?prefix=name] (also rediss://, unix://)"
+)
 
 
 def open_storage(url_or_path: str | os.PathLike[str]) -> Storage:
@@ -17,7 +21,8 @@ def open_storage(url_or_path: str | os.PathLike[str]) -> Storage:
 
     ``memory://`` is a new in-memory store; ``sqlite://`` followed by a path (``sqlite:///abs/x.db``
     or ``sqlite://x.db``) and a bare path (``idx.db``) are an SQLite file, created if missing;
-    ``redis://host:port/db`` is a Redis server.
+    ``redis://host:port/db``, ``rediss://...`` and ``unix:///path.sock`` are a Redis database, with
+    an optional ``?prefix=name`` for the keys (default ``neardup``; see :mod:`neardup.index.redis`).
     """
     target = os.fspath(url_or_path)
     scheme, sep, rest = target.partition("://")
@@ -35,8 +40,5 @@ def open_storage(url_or_path: str | os.PathLike[str]) -> Storage:
             raise StorageError(f"{target!r} names no file; use sqlite:///abs/path.db or sqlite://relative.db")
         return SQLiteStorage(os.path.expanduser(rest))
     if scheme in ("redis", "rediss", "unix"):
-        raise StorageError(
-            f"the Redis backend is not available yet in this version of neardup ({target!r}); "
-            "use an SQLite file (idx.db) or memory://"
-        )
+        return RedisStorage(f"{scheme}://{rest}")
     raise StorageError(f"unknown index URL scheme {scheme!r} in {target!r}; use {URL_FORMS}")
