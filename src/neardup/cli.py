@@ -10,10 +10,12 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
 import click
+import pyarrow as pa
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -21,7 +23,9 @@ from rich.table import Table
 from neardup import __version__
 from neardup.config import KEEP_POLICIES, DedupConfig, KeepPolicy, ShingleMode
 from neardup.core.params import lsh_shape, s_curve
-from neardup.errors import ConfigError, InputError, OutputError
+from neardup.errors import ConfigError, InputError, OutputError, StorageError
+from neardup.incremental import AgainstResult, add_kept, against_tables, dedup_against
+from neardup.index import IndexSettings, LSHIndex, Storage, open_storage
 from neardup.io import OUTPUT_FORMATS, Corpus, OutputDir, ReadOptions, default_output_format, read_corpus
 from neardup.outputs import build_tables
 from neardup.pipeline import arrow_to_batch, find_duplicates
@@ -43,6 +47,89 @@ def main() -> None:
     """Find and remove near-duplicate texts with MinHash and LSH."""
 
 
+_text_column = click.option(
+    "--text-column", default="text", show_default=True, help="Column or field holding the text."
+)
+_id_column = click.option(
+    "--id-column", default=None, help="Column with a unique id per row [default: a generated row_id]."
+)
+_key_column = click.option(
+    "--id-column",
+    default=None,
+    help="Column with a unique id per row; its values, as strings, are the index keys (required).",
+)
+_lines = click.option("--lines", is_flag=True, help="Plain-text inputs: one document per line, not per file.")
+_shingle = click.option(
+    "--shingle",
+    type=click.Choice(["word", "char"]),
+    default=None,
+    help=f"Shingle unit: word n-grams or character n-grams.  [default: {_D.shingle.mode}]",
+)
+_ngram = click.option(
+    "--ngram", type=int, default=None, help=f"Tokens per shingle.  [default: {_D.shingle.n}]"
+)
+_num_perm = click.option(
+    "--num-perm", type=int, default=None, help=f"MinHash permutations.  [default: {_D.minhash.num_perm}]"
+)
+_seed = click.option(
+    "--seed", type=int, default=None, help=f"Seed of the permutations.  [default: {_D.minhash.seed}]"
+)
+_threshold = click.option(
+    "--threshold",
+    type=float,
+    default=None,
+    help=f"Jaccard similarity that makes a duplicate, in (0, 1].  [default: {_D.lsh.threshold}]",
+)
+_bands = click.option(
+    "--bands", type=int, default=None, help="LSH bands (with --rows; bands * rows = num_perm)."
+)
+_rows = click.option("--rows", type=int, default=None, help="Rows per LSH band (with --bands).")
+_fp_weight = click.option(
+    "--fp-weight",
+    type=float,
+    default=None,
+    help="Weight of false positives when choosing bands/rows; false negatives get 1 - W.  "
+    f"[default: {_D.lsh.fp_weight}]",
+)
+_nfkc = click.option(
+    "--nfkc/--no-nfkc",
+    default=None,
+    help="Fold full-width forms, ligatures and other compatibility characters.  "
+    f"[default: {'on' if _D.text.nfkc else 'off'}]",
+)
+_keep_accents = click.option(
+    "--keep-accents", is_flag=True, help="Do not strip accents and other combining marks."
+)
+_keep_case = click.option("--keep-case", is_flag=True, help="Do not lower-case.")
+_keep_punctuation = click.option(
+    "--keep-punctuation", is_flag=True, help="Keep punctuation and symbols as word characters."
+)
+_on_error = click.option(
+    "--on-error",
+    type=click.Choice(["stop", "skip"]),
+    default="stop",
+    show_default=True,
+    help="On a bad record: stop, or skip it and report it.",
+)
+_quiet = click.option("-q", "--quiet", is_flag=True, help="No progress bars and no summary table.")
+_index_option = click.option(
+    "--index",
+    "index_url",
+    required=True,
+    metavar="PATH|URL",
+    help="The index: an SQLite file (idx.db, sqlite:///abs/idx.db) or redis://host:port/db.",
+)
+
+
+def _settings_options(f: Any) -> Any:
+    """The options that decide signatures and banding, in the order ``dedup`` shows them."""
+    for option in reversed(
+        (_shingle, _ngram, _num_perm, _seed, _threshold, _bands, _rows, _nfkc, _keep_accents)
+    ):
+        f = option(f)
+    return _keep_case(_keep_punctuation(f))
+
+
 @main.command()
 @click.argument("inputs", nargs=-1, metavar="INPUT...")
 @click.option(
@@ -53,39 +140,17 @@ def main() -> None:
     help="Directory for the deduplicated corpus and the evidence files.",
 )
 @click.option("--demo", is_flag=True, help="Run on the built-in sample instead of INPUT files.")
-@click.option("--text-column", default="text", show_default=True, help="Column or field holding the text.")
-@click.option(
-    "--id-column", default=None, help="Column with a unique id per row [default: a generated row_id]."
-)
-@click.option("--lines", is_flag=True, help="Plain-text inputs: one document per line, not per file.")
-@click.option(
-    "--shingle",
-    type=click.Choice(["word", "char"]),
-    default=None,
-    help=f"Shingle unit: word n-grams or character n-grams.  [default: {_D.shingle.mode}]",
-)
-@click.option("--ngram", type=int, default=None, help=f"Tokens per shingle.  [default: {_D.shingle.n}]")
-@click.option(
-    "--num-perm", type=int, default=None, help=f"MinHash permutations.  [default: {_D.minhash.num_perm}]"
-)
-@click.option(
-    "--seed", type=int, default=None, help=f"Seed of the permutations.  [default: {_D.minhash.seed}]"
-)
-@click.option(
-    "--threshold",
-    type=float,
-    default=None,
-    help=f"Jaccard similarity that makes a duplicate, in (0, 1].  [default: {_D.lsh.threshold}]",
-)
-@click.option("--bands", type=int, default=None, help="LSH bands (with --rows; bands * rows = num_perm).")
-@click.option("--rows", type=int, default=None, help="Rows per LSH band (with --bands).")
-@click.option(
-    "--fp-weight",
-    type=float,
-    default=None,
-    help="Weight of false positives when choosing bands/rows; false negatives get 1 - W.  "
-    f"[default: {_D.lsh.fp_weight}]",
-)
+@_text_column
+@_id_column
+@_lines
+@_shingle
+@_ngram
+@_num_perm
+@_seed
+@_threshold
+@_bands
+@_rows
+@_fp_weight
 @click.option(
     "--max-bucket-size",
     type=int,
@@ -101,15 +166,10 @@ def main() -> None:
     show_default=True,
     help="Which member of a cluster is kept.",
 )
-@click.option(
-    "--nfkc/--no-nfkc",
-    default=None,
-    help="Fold full-width forms, ligatures and other compatibility characters.  "
-    f"[default: {'on' if _D.text.nfkc else 'off'}]",
-)
-@click.option("--keep-accents", is_flag=True, help="Do not strip accents and other combining marks.")
-@click.option("--keep-case", is_flag=True, help="Do not lower-case.")
-@click.option("--keep-punctuation", is_flag=True, help="Keep punctuation and symbols as word characters.")
+@_nfkc
+@_keep_accents
+@_keep_case
+@_keep_punctuation
 @click.option(
     "--match-empty",
     is_flag=True,
@@ -121,20 +181,27 @@ def main() -> None:
     default=None,
     help="Format of the output tables [default: that of the input; csv for text, HTML and the demo].",
 )
-@click.option(
-    "--on-error",
-    type=click.Choice(["stop", "skip"]),
-    default="stop",
-    show_default=True,
-    help="On a bad record: stop, or skip it and report it.",
-)
+@_on_error
 @click.option(
     "--workers",
     type=click.IntRange(min=1),
     default=None,
     help="Threads for the compiled stages [default: all cores].",
 )
-@click.option("-q", "--quiet", is_flag=True, help="No progress bars and no summary table.")
+@click.option(
+    "--against",
+    metavar="PATH|URL",
+    default=None,
+    help="Also drop rows matching a document in this index (an SQLite file or redis:// URL); "
+    "the run uses the index's settings.",
+)
+@click.option(
+    "--update-index",
+    is_flag=True,
+    help="With --against: add the kept rows to the index (keys: --id-column values), creating "
+    "the index if it does not exist.",
+)
+@_quiet
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to standard output.")
 def dedup(
     inputs: tuple[str, ...],
@@ -162,6 +229,8 @@ def dedup(
     output_format: str | None,
     on_error: Literal["stop", "skip"],
     workers: int | None,
+    against: str | None,
+    update_index: bool,
     quiet: bool,
     as_json: bool,
 ) -> None:
@@ -169,36 +238,89 @@ def dedup(
 
     Writes annotated, deduped, duplicates, clusters, candidate_pairs and
     lsh_buckets tables plus summary.json into OUTPUT_DIR.
+
+    With --against, INPUT is also deduplicated against every document in the
+    index: a row matching an indexed document (at the index's threshold; exact
+    Jaccard if the index keeps shingles, else the signature estimate) is a
+    duplicate of that document's key, and so is every row clustered with it.
+    Ids in the tables are then strings, and annotated, duplicates and
+    candidate_pairs gain a matched_index column. The run uses the index's
+    settings; a differing --shingle, --ngram, --num-perm, --seed, --threshold,
+    --bands/--rows or normalisation option is refused. With --update-index the
+    kept rows are added to the index (after the outputs are written), so the
+    same command run again drops every row.
     """
     if demo and inputs:
         _fail("give either INPUT files or --demo, not both", EXIT_USAGE)
     if not demo and not inputs:
         _fail("no INPUT given (try --demo for a built-in sample)", EXIT_USAGE)
+    if update_index and against is None:
+        _fail("--update-index needs --against PATH|URL", EXIT_USAGE)
+    if update_index and id_column is None and not demo:
+        _fail(_NEED_KEYS.format(what="--update-index"), EXIT_USAGE)
+    given = _given_settings(
+        shingle=shingle,
+        ngram=ngram,
+        num_perm=num_perm,
+        seed=seed,
+        threshold=threshold,
+        bands=bands,
+        rows=rows,
+        nfkc=nfkc,
+        keep_accents=keep_accents,
+        keep_case=keep_case,
+        keep_punctuation=keep_punctuation,
+    )
+    run_options: dict[str, Any] = {
+        "fp_weight": fp_weight,
+        "max_bucket_size": max_bucket_size,
+        "verify": not no_verify,
+        "keep": keep,
+        "match_empty": match_empty,
+    }
     try:
-        config = DedupConfig.create(
-            threshold=threshold,
-            shingle=shingle,
-            ngram=ngram,
-            num_perm=num_perm,
-            seed=seed,
-            bands=bands,
-            rows=rows,
-            fp_weight=fp_weight,
-            max_bucket_size=max_bucket_size,
-            nfkc=nfkc,
-            strip_accents=not keep_accents,
-            lowercase=not keep_case,
-            strip_punctuation=not keep_punctuation,
-            verify=not no_verify,
-            keep=keep,
-            match_empty=match_empty,
-        )
+        config = DedupConfig.create(**given, **run_options)
         options = ReadOptions(text_column=text_column, id_column=id_column, lines=lines, on_error=on_error)
     except ConfigError as exc:
         _fail(str(exc), EXIT_USAGE)
     if workers is not None:
         _set_workers(workers)
 
+    index: LSHIndex | None = None
+    if against is not None:
+        index = _open_index(against, create=update_index, given=given, run_options=run_options)
+        config = _with_run_options(index.settings.to_config(), run_options)
+    try:
+        _dedup(
+            inputs,
+            demo=demo,
+            options=options,
+            config=config,
+            index=index,
+            update_index=update_index,
+            output_dir=output_dir,
+            output_format=output_format,
+            quiet=quiet,
+            as_json=as_json,
+        )
+    finally:
+        if index is not None:
+            index.close()
+
+
+def _dedup(
+    inputs: tuple[str, ...],
+    *,
+    demo: bool,
+    options: ReadOptions,
+    config: DedupConfig,
+    index: LSHIndex | None,
+    update_index: bool,
+    output_dir: Path,
+    output_format: str | None,
+    quiet: bool,
+    as_json: bool,
+) -> None:
     err = Console(stderr=True, quiet=quiet)
     t0 = time.perf_counter()
     try:
@@ -210,23 +332,38 @@ def dedup(
     _report_skipped(corpus)
 
     fmt = output_format or default_output_format(corpus.family)
+    batch = arrow_to_batch(corpus.table.column(corpus.text_column))
     with _progress(err) as on_progress:
-        result = find_duplicates(
-            arrow_to_batch(corpus.table.column(corpus.text_column)), config, progress=on_progress
-        )
-        t_write = time.perf_counter()
-        tables = build_tables(corpus.table, corpus.id_column, result)
-        summary = _summary(corpus, result.summary(), output_dir, fmt, read_seconds)
+        against: AgainstResult | None = None
+        if index is None:
+            result = find_duplicates(batch, config, progress=on_progress)
+            figures = result.summary()
+            t_write = time.perf_counter()
+            tables = build_tables(corpus.table, corpus.id_column, result)
+        else:
+            try:
+                against = dedup_against(batch, index, config, progress=on_progress)
+            except ConfigError as exc:
+                _fail(str(exc), EXIT_USAGE)
+            except StorageError as exc:
+                _fail(str(exc), EXIT_INPUT)
+            figures = against.summary()
+            t_write = time.perf_counter()
+            tables = against_tables(corpus.table, corpus.id_column, against)
+        summary = _summary(corpus, figures, output_dir, fmt, read_seconds)
         try:
             with OutputDir(output_dir) as target:
                 for done, (name, table) in enumerate(tables.items()):
                     on_progress("write", done, len(tables))
                     target.write(name, table, fmt)
                 on_progress("write", len(tables), len(tables))
+                if index is not None and against is not None and update_index:
+                    keys = _keys(corpus)
+                    summary["index"]["added"] = add_kept(index, batch, against, keys)
                 summary["seconds"]["write"] = round(time.perf_counter() - t_write, 4)
                 summary["seconds"]["total"] = round(time.perf_counter() - t0, 4)
                 target.write_json("summary.json", summary)
-        except (OutputError, OSError) as exc:
+        except (OutputError, OSError, StorageError) as exc:
             _fail(str(exc), EXIT_INPUT)
     if as_json:
         click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
@@ -347,9 +484,508 @@ def _print_summary(console: Console, s: dict[str, Any]) -> None:
         ("Seconds", f"{s['seconds']['total']:.2f}"),
         ("Output", f"{s['output_dir']} ({s['output_format']})"),
     ]
+    if "index" in s:
+        ix = s["index"]
+        rows.insert(
+            -2,
+            (
+                "Matching the index",
+                f"{ix['rows_matching_index']:,} rows ({ix['documents_before']:,} indexed, {ix['jaccard']})",
+            ),
+        )
+        if "added" in ix:
+            rows.insert(-2, ("Added to the index", f"{ix['added']:,}"))
     for name, value in rows:
         table.add_row(name, value)
     console.print(table)
+
+
+# -- the index -----------------------------------------------------------------------------------
+
+_NEED_KEYS = (
+    "{what} needs --id-column: index keys are the id column's values, and generated row numbers "
+    "would clash between runs"
+)
+_INSERT_CHUNK = 10_000
+
+
+def _given_settings(
+    *,
+    shingle: ShingleMode | None,
+    ngram: int | None,
+    num_perm: int | None,
+    seed: int | None,
+    threshold: float | None,
+    bands: int | None,
+    rows: int | None,
+    nfkc: bool | None,
+    keep_accents: bool,
+    keep_case: bool,
+    keep_punctuation: bool,
+) -> dict[str, Any]:
+    """The signature and banding settings given on the command line (None: not given)."""
+    return {
+        "shingle": shingle,
+        "ngram": ngram,
+        "num_perm": num_perm,
+        "seed": seed,
+        "threshold": threshold,
+        "bands": bands,
+        "rows": rows,
+        "nfkc": nfkc,
+        "strip_accents": False if keep_accents else None,
+        "lowercase": False if keep_case else None,
+        "strip_punctuation": False if keep_punctuation else None,
+    }
+
+
+def _merged_config(settings: IndexSettings, given: dict[str, Any]) -> DedupConfig:
+    """The index's settings overridden by those given, for checking against the index."""
+    stored: dict[str, Any] = {
+        "shingle": settings.shingle_mode,
+        "ngram": settings.ngram,
+        "num_perm": settings.num_perm,
+        "seed": settings.seed,
+        "threshold": settings.threshold,
+        "nfkc": settings.nfkc,
+        "strip_accents": settings.strip_accents,
+        "lowercase": settings.lowercase,
+        "strip_punctuation": settings.strip_punctuation,
+    }
+    merged = {k: stored.get(k) if v is None else v for k, v in given.items()}
+    # The index's shape stands unless a shape, or a signature length it cannot have, is given.
+    if given["bands"] is None and given["rows"] is None and merged["num_perm"] == settings.num_perm:
+        merged["bands"], merged["rows"] = settings.bands, settings.rows
+    return DedupConfig.create(**merged)
+
+
+def _with_run_options(config: DedupConfig, run_options: dict[str, Any]) -> DedupConfig:
+    lsh = config.lsh
+    if run_options["max_bucket_size"] is not None:
+        lsh = replace(lsh, max_bucket_size=run_options["max_bucket_size"])
+    return replace(
+        config,
+        lsh=lsh,
+        verify=run_options["verify"],
+        keep=run_options["keep"],
+        match_empty=run_options["match_empty"],
+    )
+
+
+def _local_file(url: str) -> Path | None:
+    """The file an SQLite index location names, or None for a server or memory URL."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return Path(url).expanduser()
+    if scheme.lower() == "sqlite" and rest:
+        return Path(rest).expanduser()
+    return None
+
+
+def _no_index(url: str) -> NoReturn:
+    _fail(f"no index at {url}; create one with: neardup index build CORPUS... --index {url}", EXIT_INPUT)
+
+
+def _open_storage(url: str, *, create: bool) -> Storage:
+    local = _local_file(url)
+    if not create and local is not None and not local.exists():
+        _no_index(url)
+    try:
+        return open_storage(url)
+    except StorageError as exc:
+        _fail(str(exc), EXIT_INPUT)
+
+
+def _open_index(
+    url: str,
+    *,
+    create: bool = False,
+    given: dict[str, Any] | None = None,
+    run_options: dict[str, Any] | None = None,
+    keep_shingles: bool | None = None,
+) -> LSHIndex:
+    """The index at ``url``, its settings checked against those ``given``; a missing index is
+    created (with ``given`` and ``run_options``) only when ``create``."""
+    storage = _open_storage(url, create=create)
+    try:
+        stored = storage.read_settings()
+        if stored is None:
+            if not create:
+                _no_index(url)
+            config = DedupConfig.create(
+                **(given or {}),
+                **{k: v for k, v in (run_options or {}).items() if k in ("fp_weight", "max_bucket_size")},
+            )
+            return LSHIndex(storage, config, keep_shingles=keep_shingles)
+        merged = None if given is None else _merged_config(IndexSettings.from_dict(stored), given)
+        return LSHIndex(storage, merged, keep_shingles=keep_shingles)
+    except ConfigError as exc:
+        storage.close()
+        _fail(str(exc), EXIT_USAGE)
+    except StorageError as exc:
+        storage.close()
+        _fail(str(exc), EXIT_INPUT)
+    except BaseException:
+        storage.close()
+        raise
+
+
+def _keys(corpus: Corpus) -> list[str]:
+    keys: list[str] = corpus.table.column(corpus.id_column).cast(pa.string()).to_pylist()
+    return keys
+
+
+def _read_for_index(inputs: tuple[str, ...], options: ReadOptions) -> Corpus:
+    try:
+        corpus = read_corpus(list(inputs), options)
+    except InputError as exc:
+        _fail(str(exc), EXIT_INPUT)
+    _report_skipped(corpus)
+    return corpus
+
+
+def _insert_corpus(index: LSHIndex, corpus: Corpus, console: Console) -> int:
+    """Insert every row, in all-or-nothing chunks; return how many."""
+    keys = _keys(corpus)
+    texts = corpus.table.column(corpus.text_column)
+    n = len(keys)
+    bar = Progress(
+        TextColumn("{task.description:<20}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=console.quiet,
+    )
+    with bar:
+        task = bar.add_task("Indexing", total=max(n, 1))
+        for lo in range(0, n, _INSERT_CHUNK):
+            hi = min(n, lo + _INSERT_CHUNK)
+            chunk = [t or "" for t in texts.slice(lo, hi - lo).to_pylist()]
+            try:
+                index.insert_many(keys[lo:hi], chunk)
+            except StorageError as exc:
+                _fail(str(exc), EXIT_INPUT)
+            bar.update(task, completed=hi)
+    return n
+
+
+@main.group()
+def index() -> None:
+    """Build, grow, query and inspect a persistent LSH index.
+
+    An index lives in an SQLite file (idx.db, sqlite:///abs/idx.db) or on a
+    Redis server (redis://host:port/db). It stores its settings, and every
+    later command uses them.
+    """
+
+
+@index.command("build")
+@click.argument("inputs", nargs=-1, required=True, metavar="CORPUS...")
+@_index_option
+@_text_column
+@_key_column
+@_lines
+@_settings_options
+@_fp_weight
+@click.option(
+    "--keep-shingles", is_flag=True, help="Also store each document's shingles, for exact similarity."
+)
+@click.option(
+    "--replace",
+    "replace_existing",
+    is_flag=True,
+    help="Empty an index that already holds documents and build it anew with these settings.",
+)
+@_on_error
+@_quiet
+def index_build(
+    inputs: tuple[str, ...],
+    index_url: str,
+    text_column: str,
+    id_column: str | None,
+    lines: bool,
+    shingle: ShingleMode | None,
+    ngram: int | None,
+    num_perm: int | None,
+    seed: int | None,
+    threshold: float | None,
+    bands: int | None,
+    rows: int | None,
+    nfkc: bool | None,
+    keep_accents: bool,
+    keep_case: bool,
+    keep_punctuation: bool,
+    fp_weight: float | None,
+    keep_shingles: bool,
+    replace_existing: bool,
+    on_error: Literal["stop", "skip"],
+    quiet: bool,
+) -> None:
+    """Create an index of CORPUS files with these settings; keys are --id-column values.
+
+    An index that already holds documents is refused unless --replace is given,
+    which removes them and their settings first (not atomically: an interrupted
+    --replace leaves a partly built index; run it again). An existing empty
+    index takes the new settings. Every chunk of 10,000 rows is added whole or
+    not at all.
+    """
+    if id_column is None:
+        _fail(_NEED_KEYS.format(what="index build"), EXIT_USAGE)
+    given = _given_settings(
+        shingle=shingle,
+        ngram=ngram,
+        num_perm=num_perm,
+        seed=seed,
+        threshold=threshold,
+        bands=bands,
+        rows=rows,
+        nfkc=nfkc,
+        keep_accents=keep_accents,
+        keep_case=keep_case,
+        keep_punctuation=keep_punctuation,
+    )
+    try:
+        config = DedupConfig.create(**given, fp_weight=fp_weight)
+        options = ReadOptions(text_column=text_column, id_column=id_column, lines=lines, on_error=on_error)
+    except ConfigError as exc:
+        _fail(str(exc), EXIT_USAGE)
+    corpus = _read_for_index(inputs, options)
+    err = Console(stderr=True, quiet=quiet)
+    storage = _open_storage(index_url, create=True)
+    try:
+        if storage.read_settings() is not None:
+            count = storage.count()
+            if count and not replace_existing:
+                _fail(
+                    f"{index_url} already holds an index of {count:,} documents; add to it with "
+                    "neardup index add, or pass --replace to build it anew",
+                    EXIT_INPUT,
+                )
+            if count:
+                storage.remove(list(storage.keys()))
+        settings = IndexSettings.from_config(config, keep_shingles=keep_shingles)
+        storage.write_settings(settings.to_dict())
+        idx = LSHIndex(storage)
+    except StorageError as exc:
+        storage.close()
+        _fail(str(exc), EXIT_INPUT)
+    _print_shape(err, config)
+    with idx:
+        added = _insert_corpus(idx, corpus, err)
+        total = len(idx)
+    if not quiet:
+        click.echo(f"Indexed {added:,} documents into {index_url} ({total:,} in the index)")
+
+
+@index.command("add")
+@click.argument("inputs", nargs=-1, required=True, metavar="CORPUS...")
+@_index_option
+@_text_column
+@_key_column
+@_lines
+@_settings_options
+@_on_error
+@_quiet
+def index_add(
+    inputs: tuple[str, ...],
+    index_url: str,
+    text_column: str,
+    id_column: str | None,
+    lines: bool,
+    shingle: ShingleMode | None,
+    ngram: int | None,
+    num_perm: int | None,
+    seed: int | None,
+    threshold: float | None,
+    bands: int | None,
+    rows: int | None,
+    nfkc: bool | None,
+    keep_accents: bool,
+    keep_case: bool,
+    keep_punctuation: bool,
+    on_error: Literal["stop", "skip"],
+    quiet: bool,
+) -> None:
+    """Add CORPUS files to an existing index, with the index's settings.
+
+    Settings options are not needed; one that differs from the index's is
+    refused. A key already in the index is replaced by the new text.
+    """
+    if id_column is None:
+        _fail(_NEED_KEYS.format(what="index add"), EXIT_USAGE)
+    given = _given_settings(
+        shingle=shingle,
+        ngram=ngram,
+        num_perm=num_perm,
+        seed=seed,
+        threshold=threshold,
+        bands=bands,
+        rows=rows,
+        nfkc=nfkc,
+        keep_accents=keep_accents,
+        keep_case=keep_case,
+        keep_punctuation=keep_punctuation,
+    )
+    try:
+        options = ReadOptions(text_column=text_column, id_column=id_column, lines=lines, on_error=on_error)
+    except ConfigError as exc:
+        _fail(str(exc), EXIT_USAGE)
+    with _open_index(index_url, given=given) as idx:
+        corpus = _read_for_index(inputs, options)
+        err = Console(stderr=True, quiet=quiet)
+        before = len(idx)
+        added = _insert_corpus(idx, corpus, err)
+        total = len(idx)
+    if not quiet:
+        click.echo(
+            f"Added {added:,} documents to {index_url} ({total - before:,} new, {total:,} in the index)"
+        )
+
+
+@index.command("query")
+@_index_option
+@click.option("--text", default=None, help="The query text [default: read standard input].")
+@click.option(
+    "--file",
+    "query_file",
+    default=None,
+    metavar="FILE",
+    help="A file of queries (JSONL, CSV, Parquet, text, HTML), one per record.",
+)
+@click.option("--text-column", default="text", show_default=True, help="With --file: the text column.")
+@click.option("--id-column", default=None, help="With --file: the query id column [default: row number].")
+@click.option("--lines", is_flag=True, help="With --file: plain text, one query per line.")
+@click.option(
+    "--threshold", type=float, default=None, help="Lowest similarity returned [default: the index's]."
+)
+@click.option("--top-k", type=int, default=None, help="At most K matches per query.")
+@click.option("--exact", is_flag=True, help="Exact Jaccard (needs an index built with --keep-shingles).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per match on standard output.")
+def index_query(
+    index_url: str,
+    text: str | None,
+    query_file: str | None,
+    text_column: str,
+    id_column: str | None,
+    lines: bool,
+    threshold: float | None,
+    top_k: int | None,
+    exact: bool,
+    as_json: bool,
+) -> None:
+    """Print the indexed documents similar to a query, best first.
+
+    The query is --text, or the texts of --file, or else all of standard input
+    (one query). Matches are printed as a table (query, key, similarity, exact)
+    or, with --json, one line per match: {"query": ..., "key": ...,
+    "similarity": ..., "exact": ...}. "query" is the query's id: its
+    --id-column value, its row number (from 0) in --file, or 0. No match is not
+    an error: the exit code is 0.
+    """
+    if text is not None and query_file is not None:
+        _fail("give either --text or --file, not both", EXIT_USAGE)
+    if query_file is not None:
+        try:
+            options = ReadOptions(text_column=text_column, id_column=id_column, lines=lines)
+            corpus = read_corpus([query_file], options)
+        except ConfigError as exc:
+            _fail(str(exc), EXIT_USAGE)
+        except InputError as exc:
+            _fail(str(exc), EXIT_INPUT)
+        query_ids: list[Any] = corpus.table.column(corpus.id_column).to_pylist()
+        texts = [t or "" for t in corpus.table.column(corpus.text_column).to_pylist()]
+    else:
+        query_ids = [0]
+        texts = [text if text is not None else sys.stdin.read()]
+    with _open_index(index_url) as idx:
+        try:
+            found = idx.query_many(texts, threshold=threshold, top_k=top_k, exact=exact)
+        except ConfigError as exc:
+            _fail(str(exc), EXIT_USAGE)
+        except StorageError as exc:
+            _fail(str(exc), EXIT_INPUT)
+    rows = [(q, m) for q, ms in zip(query_ids, found, strict=True) for m in ms]
+    if as_json:
+        for q, m in rows:
+            record = {"query": q, "key": m.key, "similarity": round(m.similarity, 6), "exact": m.exact}
+            click.echo(json.dumps(record, ensure_ascii=False))
+        return
+    if not rows:
+        click.echo("no matches", err=True)
+        return
+    table = Table(show_header=True, header_style="bold")
+    for name, justify in (("query", "left"), ("key", "left"), ("similarity", "right"), ("exact", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for q, m in rows:
+        table.add_row(str(q), m.key, f"{m.similarity:.4f}", "yes" if m.exact else "no")
+    Console(soft_wrap=True).print(table)
+
+
+@index.command("remove")
+@click.argument("keys", nargs=-1, required=True, metavar="KEY...")
+@_index_option
+@_quiet
+def index_remove(keys: tuple[str, ...], index_url: str, quiet: bool) -> None:
+    """Remove documents by key.
+
+    Keys not in the index are listed on standard error. The exit code is 0 when
+    at least one key was removed, and 1 when none of the keys was in the index.
+    """
+    with _open_index(index_url) as idx:
+        try:
+            unknown = [k for k in dict.fromkeys(keys) if k not in idx]
+            removed = idx.remove_many(list(dict.fromkeys(keys)))
+        except StorageError as exc:
+            _fail(str(exc), EXIT_INPUT)
+        total = len(idx)
+    if unknown:
+        shown = ", ".join(unknown[:_MAX_SKIP_LINES]) + (" ..." if len(unknown) > _MAX_SKIP_LINES else "")
+        click.echo(f"neardup: not in the index: {shown}", err=True)
+    if not quiet:
+        click.echo(f"Removed {removed:,} documents from {index_url} ({total:,} left)")
+    if removed == 0:
+        sys.exit(EXIT_INPUT)
+
+
+@index.command("stats")
+@_index_option
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+def index_stats(index_url: str, as_json: bool) -> None:
+    """Documents, LSH shape, settings, size on disk and backend of an index."""
+    with _open_index(index_url) as idx:
+        try:
+            stats = idx.stats()
+        except StorageError as exc:
+            _fail(str(exc), EXIT_INPUT)
+    if as_json:
+        click.echo(json.dumps(stats, indent=2, ensure_ascii=False))
+        return
+    s = stats["settings"]
+    size = stats["size_bytes"]
+    table = Table(title="neardup index", show_header=False, title_justify="left")
+    table.add_column("figure", style="bold")
+    table.add_column("value")
+    for name, value in (
+        ("Location", stats["url"]),
+        ("Backend", stats["backend"]),
+        ("Documents", f"{stats['documents']:,}"),
+        ("LSH shape", f"{stats['bands']} bands x {stats['rows']} rows ({s['num_perm']} permutations)"),
+        ("Threshold", f"{s['threshold']}"),
+        ("Shingles", f"{s['shingle_mode']} {s['ngram']}-grams" + (", kept" if s["keep_shingles"] else "")),
+        ("Seed", f"{s['seed']}"),
+        (
+            "Normalisation",
+            ", ".join(
+                f"{name}={'on' if s[name] else 'off'}"
+                for name in ("nfkc", "strip_accents", "lowercase", "strip_punctuation")
+            ),
+        ),
+        ("Format version", f"{s['format_version']} (hash version {s['hash_version']})"),
+        ("Size on disk", "unknown" if size is None else f"{size:,} bytes"),
+    ):
+        table.add_row(name, value)
+    Console(soft_wrap=True).print(table)
 
 
 if __name__ == "__main__":  # pragma: no cover

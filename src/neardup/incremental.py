@@ -1,0 +1,342 @@
+"""Incremental dedup: a new batch deduplicated within itself and against a persistent index.
+
+The index stands for everything seen before. Each batch row and each indexed document it matches
+are nodes of one duplicate graph: the batch's own verified pairs are edges, and so is every
+(row, indexed key) pair whose similarity reaches the index's threshold. A component that holds an
+indexed document is represented by it (the indexed document came first, so every batch row in it
+is a duplicate); any other component follows the run's keeper policy. Adding the kept rows to the
+index afterwards (:func:`add_kept`) makes the next batch see them.
+
+>>> from neardup.index import LSHIndex
+>>> from neardup.core.text import encode_texts
+>>> index = LSHIndex.open("memory://")
+>>> index.insert("old-1", "the cat sat on the mat today")
+>>> r = dedup_against(encode_texts(["The cat sat on the mat today!", "dogs bark", "dogs bark"]), index)
+>>> r.keep.tolist(), r.matched_index.tolist(), r.representative_keys(["a", "b", "c"])
+([False, True, False], [True, False, False], ['old-1', 'b', 'b'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from neardup.config import DedupConfig
+from neardup.core.clusters import Clusters, assign_clusters
+from neardup.core.shingles import ShingleSets, shingle_sets
+from neardup.core.text import TextBatch
+from neardup.core.verify import exact_jaccard_pairs
+from neardup.errors import ConfigError
+from neardup.index import IndexSettings, LSHIndex
+from neardup.outputs import hex_strings
+from neardup.pipeline import DedupResult, Progress, _char_lengths, find_duplicates
+
+_ANY = float(np.finfo(np.float64).tiny)  # a query threshold that returns every LSH candidate
+_KEEP_SCORE = {"longest": np.iinfo(np.int64).max, "shortest": -1}
+
+
+@dataclass(frozen=True)
+class IndexMatches:
+    """Pairs (batch row, indexed document) at or above the index's threshold.
+
+    ``row`` holds batch positions (ascending, then best first), ``key`` the indexed keys;
+    ``similarity`` is exact Jaccard when ``exact`` (the index keeps shingles and verification
+    is on), else the signature estimate; ``estimated`` is always the estimate.
+    """
+
+    row: np.ndarray  # int64
+    key: list[str]
+    similarity: np.ndarray  # float64
+    estimated: np.ndarray  # float64
+    exact: bool
+
+    def __len__(self) -> int:
+        return int(self.row.size)
+
+
+@dataclass
+class AgainstResult:
+    """What :func:`dedup_against` decided.
+
+    ``batch`` is the batch's own dedup run (its pairs, buckets and signatures; its ``clusters``
+    ignore the index). ``clusters`` covers ``index_keys`` (nodes ``0 .. m-1``, the indexed
+    documents that matched some row) followed by the batch rows (nodes ``m ..``).
+    """
+
+    batch: DedupResult
+    matches: IndexMatches
+    index_keys: list[str]
+    clusters: Clusters
+    index_documents: int
+    index_url: str
+
+    @property
+    def _m(self) -> int:
+        return len(self.index_keys)
+
+    @property
+    def keep(self) -> np.ndarray:
+        """bool per batch row: True for the rows kept."""
+        keep: np.ndarray = self.clusters.keep[self._m :]
+        return keep
+
+    @property
+    def is_duplicate(self) -> np.ndarray:
+        return ~self.keep
+
+    @property
+    def matched_index(self) -> np.ndarray:
+        """bool per batch row: its cluster is represented by an indexed document."""
+        rep: np.ndarray = self.clusters.representative[self._m :] < self._m
+        return rep
+
+    def representative_keys(self, ids: Sequence[str]) -> list[str]:
+        """Per batch row, the key (indexed key or batch id from ``ids``) of the document kept."""
+        names = self.index_keys + list(ids)
+        return [names[r] for r in self.clusters.representative[self._m :].tolist()]
+
+    def summary(self) -> dict[str, Any]:
+        """The batch's figures (see :meth:`DedupResult.summary`) with the index taken into account."""
+        s = self.batch.summary()
+        n = int(self.keep.size)
+        kept = int(self.keep.sum())
+        m = self._m
+        s.update(
+            clusters=self.clusters.n_clusters,
+            duplicates_removed=n - kept,
+            kept_rows=kept,
+            kept_ratio=round(kept / n, 6) if n else 1.0,
+            index={
+                "url": self.index_url,
+                "documents_before": self.index_documents,
+                "matches": len(self.matches),
+                "matched_documents": m,
+                "rows_matching_index": int(np.count_nonzero(self.matched_index)),
+                "jaccard": "exact" if self.matches.exact else "estimated",
+            },
+        )
+        return s
+
+
+def run_config(index: LSHIndex, config: DedupConfig | None) -> DedupConfig:
+    """``config`` checked against the index's settings, or the index's settings with default run
+    options; :class:`~neardup.errors.IndexSettingsError` names the setting that differs."""
+    if config is None:
+        return index.settings.to_config()
+    index.settings.check_compatible(IndexSettings.from_config(config), what="config", banding=True)
+    return config
+
+
+def dedup_against(
+    batch: TextBatch,
+    index: LSHIndex,
+    config: DedupConfig | None = None,
+    *,
+    lengths: np.ndarray | None = None,
+    progress: Progress | None = None,
+) -> AgainstResult:
+    """Deduplicate ``batch`` within itself and against every document in ``index``.
+
+    ``config`` supplies the run options (verification, keeper policy, empty documents, bucket
+    cap); its signature and banding settings must be the index's (default: the index's settings).
+    Documents empty after normalisation never match the index. The index is not changed; see
+    :func:`add_kept`.
+    """
+    cfg = run_config(index, config)
+    documents = len(index)
+    result = find_duplicates(batch, cfg, lengths=lengths, progress=progress)
+    matches = _index_matches(batch, index, cfg, result)
+    index_keys = sorted(set(matches.key))
+    m = len(index_keys)
+    n = len(result.keep)
+    # Order the indexed nodes best match first, so the first-position rule picks, in each
+    # component, the indexed document most similar to some row (ties by key).
+    best: dict[str, float] = {}
+    for key, sim in zip(matches.key, matches.similarity.tolist(), strict=True):
+        best[key] = max(sim, best.get(key, 0.0))
+    index_keys.sort(key=lambda k: -best[k])  # stable: ties keep key order
+    slot = {k: i for i, k in enumerate(index_keys)}
+    left = np.concatenate(
+        (result.pairs.left + m, np.fromiter((slot[k] for k in matches.key), np.int64, len(matches)))
+    )
+    right = np.concatenate((result.pairs.right + m, matches.row + m))
+    node_lengths = None
+    if cfg.keep != "first":
+        if lengths is None:
+            lengths = _char_lengths(batch)
+        node_lengths = np.concatenate((np.full(m, _KEEP_SCORE[cfg.keep], np.int64), lengths))
+    clusters = assign_clusters(m + n, left, right, keep=cfg.keep, lengths=node_lengths)
+    return AgainstResult(
+        batch=result,
+        matches=matches,
+        index_keys=index_keys,
+        clusters=clusters,
+        index_documents=documents,
+        index_url=index.storage.url,
+    )
+
+
+def _index_matches(batch: TextBatch, index: LSHIndex, cfg: DedupConfig, result: DedupResult) -> IndexMatches:
+    exact = index.settings.keep_shingles and cfg.verify
+    found = index.query_signatures(result.signatures, threshold=_ANY)
+    rows = np.fromiter((r for r, ms in enumerate(found) for _ in ms), np.int64)
+    keys = [m.key for ms in found for m in ms]
+    estimated = np.fromiter((m.similarity for ms in found for m in ms), np.float64, len(keys))
+    similarity = _exact_to_index(batch, index, cfg, result, rows, keys) if exact and keys else estimated
+    ok = np.flatnonzero(similarity >= index.settings.threshold)
+    if exact:  # best first within each row, as the estimate order may differ
+        ok = ok[np.lexsort((-similarity[ok], rows[ok]))]
+    return IndexMatches(
+        row=rows[ok],
+        key=[keys[i] for i in ok.tolist()],
+        similarity=similarity[ok],
+        estimated=estimated[ok],
+        exact=exact,
+    )
+
+
+def _exact_to_index(
+    batch: TextBatch,
+    index: LSHIndex,
+    cfg: DedupConfig,
+    result: DedupResult,
+    rows: np.ndarray,
+    keys: list[str],
+) -> np.ndarray:
+    """Exact Jaccard of each (batch row, indexed key) with the compiled pair kernel."""
+    distinct_rows = np.unique(rows)
+    distinct_keys = sorted(set(keys))
+    ours = shingle_sets(batch, distinct_rows, result.shingle_counts, cfg.text, cfg.shingle)
+    theirs = index.storage.get_shingles(distinct_keys)
+    sets: list[np.ndarray] = [ours.get(i) for i in range(distinct_rows.size)]
+    for key, s in zip(distinct_keys, theirs, strict=True):
+        if s is None:
+            raise ConfigError(f"document {key!r} was stored without its shingles; re-insert it")
+        sets.append(s)
+    lengths = np.array([s.size for s in sets], dtype=np.int64)
+    starts = np.zeros(len(sets), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    values = np.concatenate(sets).astype(np.uint64, copy=False) if sets else np.empty(0, np.uint64)
+    csr = ShingleSets(np.arange(len(sets), dtype=np.int64), starts, lengths, values)
+    left = np.searchsorted(distinct_rows, rows)
+    key_slot = {k: distinct_rows.size + i for i, k in enumerate(distinct_keys)}
+    right = np.fromiter((key_slot[k] for k in keys), np.int64, len(keys))
+    sim: np.ndarray = exact_jaccard_pairs(csr, len(sets), left, right)
+    return sim
+
+
+def add_kept(index: LSHIndex, batch: TextBatch, result: AgainstResult, keys: Sequence[str]) -> int:
+    """Insert the batch rows ``result`` kept into ``index`` under ``keys`` (one per batch row),
+    reusing their signatures, in one all-or-nothing batch; a key already stored is replaced.
+    Returns how many were added."""
+    if len(keys) != len(result.keep):
+        raise ValueError(f"{len(keys)} keys for a batch of {len(result.keep)} rows")
+    kept = np.flatnonzero(result.keep)
+    if kept.size == 0:
+        return 0
+    shingles = None
+    if index.settings.keep_shingles:
+        cfg = result.batch.config
+        sets = shingle_sets(batch, kept, result.batch.shingle_counts, cfg.text, cfg.shingle)
+        shingles = [sets.get(i).copy() for i in range(kept.size)]
+    index.insert_signatures(
+        [keys[i] for i in kept.tolist()],
+        result.batch.signatures[kept],
+        settings=IndexSettings.from_config(result.batch.config),
+        shingles=shingles,
+    )
+    return int(kept.size)
+
+
+def against_tables(table: pa.Table, id_column: str, result: AgainstResult) -> dict[str, pa.Table]:
+    """The six output tables of :mod:`neardup.outputs` for an incremental run.
+
+    Ids in ``representative``, ``duplicate_of``, ``members``, ``id_a``/``id_b`` and ``lsh_buckets``
+    are strings (an indexed key and a batch id share a column); ``annotated`` and ``duplicates``
+    gain ``matched_index`` (the row's cluster is represented by an indexed document) and
+    ``candidate_pairs`` gains ``matched_index`` (the pair's second document is an indexed one).
+    """
+    m = len(result.index_keys)
+    batch_ids = table.column(id_column).combine_chunks().cast(pa.string())
+    nodes = pa.concat_arrays([pa.array(result.index_keys, pa.string()), batch_ids])
+    cl = result.clusters
+
+    def ids_at(positions: np.ndarray) -> pa.Array:
+        return nodes.take(pa.array(positions, type=pa.int64()))
+
+    def id_lists(offsets: np.ndarray, members: np.ndarray) -> pa.Array:
+        return pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), ids_at(members))
+
+    cluster = cl.cluster[m:]
+    rep = cl.representative[m:]
+    keep = cl.keep[m:]
+    matched = rep < m
+    annotated = (
+        table.append_column("cluster_id", pa.array(cluster, type=pa.int64(), mask=cluster < 0))
+        .append_column("representative", ids_at(rep))
+        .append_column("is_duplicate", pa.array(~keep))
+        .append_column("matched_index", pa.array(matched))
+    )
+    deduped = table.filter(pa.array(keep))
+    dup = np.flatnonzero(~keep)
+    duplicates = (
+        table.take(pa.array(dup, pa.int64()))
+        .append_column("duplicate_of", ids_at(rep[dup]))
+        .append_column("cluster_id", pa.array(cluster[dup], pa.int64()))
+        .append_column("matched_index", pa.array(matched[dup]))
+    )
+
+    groups = []
+    for members in cl.groups():
+        r = int(cl.representative[members[0]])
+        groups.append([r] + [int(x) for x in members if x != r])
+    sizes = np.array([len(g) for g in groups], dtype=np.int64)
+    offsets = np.zeros(len(groups) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    flat = np.concatenate(groups).astype(np.int64) if groups else np.empty(0, np.int64)
+    clusters = pa.table(
+        {
+            "cluster_id": pa.array(np.arange(len(groups), dtype=np.int64)),
+            "size": pa.array(sizes),
+            "representative": ids_at(np.array([g[0] for g in groups], dtype=np.int64)),
+            "members": id_lists(offsets, flat),
+        }
+    )
+
+    pairs, im = result.batch.pairs, result.matches
+    slot = {k: i for i, k in enumerate(result.index_keys)}
+    key_nodes = np.fromiter((slot[k] for k in im.key), np.int64, len(im))
+    kinds = ["exact" if pairs.exact else "estimated"] * len(pairs)
+    kinds += ["exact" if im.exact else "estimated"] * len(im)
+    candidate_pairs = pa.table(
+        {
+            "id_a": ids_at(np.concatenate((pairs.left + m, im.row + m))),
+            "id_b": ids_at(np.concatenate((pairs.right + m, key_nodes))),
+            "jaccard": pa.array(np.round(np.concatenate((pairs.jaccard, im.similarity)), 6)),
+            "jaccard_kind": pa.array(kinds, pa.string()),
+            "estimated_jaccard": pa.array(np.round(np.concatenate((pairs.estimated, im.estimated)), 6)),
+            "matched_index": pa.array(np.arange(len(pairs) + len(im)) >= len(pairs)),
+        }
+    )
+
+    b = result.batch.buckets
+    lsh_buckets = pa.table(
+        {
+            "band": pa.array(b.band.astype(np.int64)),
+            "bucket_key": hex_strings(b.key),
+            "member_count": pa.array(b.sizes().astype(np.int64)),
+            "members": id_lists(b.offsets, b.members + m),
+        }
+    )
+    return {
+        "annotated": annotated,
+        "deduped": deduped,
+        "duplicates": duplicates,
+        "clusters": clusters,
+        "candidate_pairs": candidate_pairs,
+        "lsh_buckets": lsh_buckets,
+    }
