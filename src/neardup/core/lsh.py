@@ -34,15 +34,26 @@ class Buckets(NamedTuple):
         return np.diff(self.offsets)
 
 
+@njit(inline="always", cache=True)
+def _band_keys_row(sig_bytes: np.ndarray, out: np.ndarray, d: int, bands: int, width: int) -> None:
+    row = sig_bytes[d]
+    for j in range(bands):
+        out[d, j] = xxh64_bytes(row, j * width, width, np.uint64(0))
+
+
 @njit(parallel=True, cache=True)
 def _band_keys_kernel(sig_bytes: np.ndarray, bands: int, rows: int) -> np.ndarray:
-    n = sig_bytes.shape[0]
-    out = np.empty((n, bands), dtype=np.uint64)
-    width = 4 * rows
-    for d in prange(n):
-        row = sig_bytes[d]
-        for j in range(bands):
-            out[d, j] = xxh64_bytes(row, j * width, width, np.uint64(0))
+    out = np.empty((sig_bytes.shape[0], bands), dtype=np.uint64)
+    for d in prange(sig_bytes.shape[0]):
+        _band_keys_row(sig_bytes, out, d, bands, 4 * rows)
+    return out
+
+
+@njit(cache=True)
+def _band_keys_serial(sig_bytes: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    out = np.empty((sig_bytes.shape[0], bands), dtype=np.uint64)
+    for d in range(sig_bytes.shape[0]):
+        _band_keys_row(sig_bytes, out, d, bands, 4 * rows)
     return out
 
 
@@ -53,7 +64,8 @@ def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
         raise ConfigError(
             f"signatures have {sigs.shape[1]} values but bands * rows = {bands} * {rows} = {bands * rows}"
         )
-    return _band_keys_kernel(sigs.view(np.uint8), bands, rows)
+    kernel = _band_keys_serial if sigs.shape[0] < 64 else _band_keys_kernel  # no thread start-up for a few
+    return kernel(sigs.view(np.uint8), bands, rows)
 
 
 def build_buckets(keys: np.ndarray, eligible: np.ndarray | None = None) -> Buckets:

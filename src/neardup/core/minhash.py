@@ -21,6 +21,7 @@ from neardup.errors import ConfigError
 
 EMPTY_VALUE = np.uint32(0xFFFFFFFF)
 _PARALLEL_CHUNK = 64
+_SERIAL_BELOW = 64  # batches smaller than this skip the thread pool (single queries)
 
 
 def permutations(config: MinHashConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -48,6 +49,28 @@ def signature_of_hashes(shingles: np.ndarray, a: np.ndarray, b: np.ndarray) -> n
     return sig
 
 
+@njit(inline="always", cache=True)
+def _sign_doc(
+    d: int,
+    data: np.ndarray,
+    offsets: np.ndarray,
+    entries: np.ndarray,
+    records: np.ndarray,
+    pool: np.ndarray,
+    flags: int,
+    n: int,
+    a: np.ndarray,
+    b: np.ndarray,
+    out: np.ndarray,
+    counts: np.ndarray,
+) -> None:
+    sh = doc_shingles(data, offsets[d], offsets[d + 1], entries, records, pool, flags, n)
+    counts[d] = sh.size
+    row = out[d]
+    row[:] = EMPTY_VALUE
+    _update(row, sh, a, b)
+
+
 @njit(parallel=True, cache=True)
 def signatures_kernel(
     data: np.ndarray,
@@ -64,11 +87,26 @@ def signatures_kernel(
 ) -> None:
     """Fill ``out[i]`` with the signature and ``counts[i]`` with the shingle count of doc i."""
     for d in prange(out.shape[0]):
-        sh = doc_shingles(data, offsets[d], offsets[d + 1], entries, records, pool, flags, n)
-        counts[d] = sh.size
-        row = out[d]
-        row[:] = EMPTY_VALUE
-        _update(row, sh, a, b)
+        _sign_doc(d, data, offsets, entries, records, pool, flags, n, a, b, out, counts)
+
+
+@njit(cache=True)
+def signatures_serial(
+    data: np.ndarray,
+    offsets: np.ndarray,
+    entries: np.ndarray,
+    records: np.ndarray,
+    pool: np.ndarray,
+    flags: int,
+    n: int,
+    a: np.ndarray,
+    b: np.ndarray,
+    out: np.ndarray,
+    counts: np.ndarray,
+) -> None:
+    """``signatures_kernel`` on one thread: no thread start-up cost for a few documents."""
+    for d in range(out.shape[0]):
+        _sign_doc(d, data, offsets, entries, records, pool, flags, n, a, b, out, counts)
 
 
 class MinHasher:
@@ -91,20 +129,13 @@ class MinHasher:
         n_docs = len(batch)
         out = np.empty((n_docs, self.minhash.num_perm), dtype=np.uint32)
         counts = np.empty(n_docs, dtype=np.int64)
-        if n_docs:
+        args = (batch.data, batch.offsets, *_table_args(), self._flags, self.shingle.n, self.a, self.b)
+        if 0 < n_docs < _SERIAL_BELOW:
+            signatures_serial(*args, out, counts)
+        elif n_docs:
             # small dynamic chunks keep both threads busy when long and short documents cluster
             with parallel_chunksize(_PARALLEL_CHUNK):
-                signatures_kernel(
-                    batch.data,
-                    batch.offsets,
-                    *_table_args(),
-                    self._flags,
-                    self.shingle.n,
-                    self.a,
-                    self.b,
-                    out,
-                    counts,
-                )
+                signatures_kernel(*args, out, counts)
         return out, counts
 
     def signatures(self, texts: TextBatch | list[str]) -> np.ndarray:
