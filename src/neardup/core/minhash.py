@@ -133,7 +133,8 @@ class MinHasher:
         if 0 < n_docs < _SERIAL_BELOW:
             signatures_serial(*args, out, counts)
         elif n_docs:
-            # small dynamic chunks keep both threads busy when long and short documents cluster
+            # small chunks balance the threads under a dynamic-scheduling threading layer (workqueue,
+            # tbb); GNU OpenMP still splits statically (benchmarks/RESULTS.md, thread imbalance)
             with parallel_chunksize(_PARALLEL_CHUNK):
                 signatures_kernel(*args, out, counts)
         return out, counts
