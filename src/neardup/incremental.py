@@ -32,8 +32,8 @@ from neardup.core.text import TextBatch
 from neardup.core.verify import exact_jaccard_pairs
 from neardup.errors import ConfigError
 from neardup.index import IndexSettings, LSHIndex
-from neardup.outputs import hex_strings
-from neardup.pipeline import DedupResult, Progress, _char_lengths, find_duplicates
+from neardup.outputs import bucket_table
+from neardup.pipeline import DedupResult, Progress, char_lengths, find_duplicates
 
 _ANY = float(np.finfo(np.float64).tiny)  # a query threshold that returns every LSH candidate
 _KEEP_SCORE = {"longest": np.iinfo(np.int64).max, "shortest": -1}
@@ -167,7 +167,7 @@ def dedup_against(
     node_lengths = None
     if cfg.keep != "first":
         if lengths is None:
-            lengths = _char_lengths(batch)
+            lengths = char_lengths(batch)
         node_lengths = np.concatenate((np.full(m, _KEEP_SCORE[cfg.keep], np.int64), lengths))
     clusters = assign_clusters(m + n, left, right, keep=cfg.keep, lengths=node_lengths)
     return AgainstResult(
@@ -217,11 +217,7 @@ def _exact_to_index(
         if s is None:
             raise ConfigError(f"document {key!r} was stored without its shingles; re-insert it")
         sets.append(s)
-    lengths = np.array([s.size for s in sets], dtype=np.int64)
-    starts = np.zeros(len(sets), dtype=np.int64)
-    np.cumsum(lengths[:-1], out=starts[1:])
-    values = np.concatenate(sets).astype(np.uint64, copy=False) if sets else np.empty(0, np.uint64)
-    csr = ShingleSets(np.arange(len(sets), dtype=np.int64), starts, lengths, values)
+    csr = ShingleSets.from_sets(sets)
     left = np.searchsorted(distinct_rows, rows)
     key_slot = {k: distinct_rows.size + i for i, k in enumerate(distinct_keys)}
     right = np.fromiter((key_slot[k] for k in keys), np.int64, len(keys))
@@ -324,14 +320,7 @@ def against_tables(table: pa.Table, id_column: str, result: AgainstResult) -> di
     )
 
     b = result.batch.buckets
-    lsh_buckets = pa.table(
-        {
-            "band": pa.array(b.band.astype(np.int64)),
-            "bucket_key": hex_strings(b.key),
-            "member_count": pa.array(b.sizes().astype(np.int64)),
-            "members": id_lists(b.offsets, b.members + m),
-        }
-    )
+    lsh_buckets = bucket_table(b, id_lists(b.offsets, b.members + m))
     return {
         "annotated": annotated,
         "deduped": deduped,

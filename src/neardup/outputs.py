@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from neardup.core.lsh import Buckets
 from neardup.pipeline import DedupResult
 
 OUTPUT_NAMES: tuple[str, ...] = (
@@ -42,6 +43,18 @@ def hex_strings(values: np.ndarray) -> pa.Array:
     offsets = np.arange(0, 16 * values.size + 1, 16, dtype=np.int32)
     return pa.StringArray.from_buffers(
         values.size, pa.py_buffer(offsets.tobytes()), pa.py_buffer(chars.tobytes())
+    )
+
+
+def bucket_table(buckets: Buckets, members: pa.Array) -> pa.Table:
+    """The ``lsh_buckets`` table; ``members`` holds each bucket's member ids as a list."""
+    return pa.table(
+        {
+            "band": pa.array(buckets.band.astype(np.int64)),
+            "bucket_key": hex_strings(buckets.key),
+            "member_count": pa.array(buckets.sizes().astype(np.int64)),
+            "members": members,
+        }
     )
 
 
@@ -95,14 +108,7 @@ def build_tables(table: pa.Table, id_column: str, result: DedupResult) -> dict[s
     )
 
     b = result.buckets
-    lsh_buckets = pa.table(
-        {
-            "band": pa.array(b.band.astype(np.int64)),
-            "bucket_key": hex_strings(b.key),
-            "member_count": pa.array(b.sizes().astype(np.int64)),
-            "members": _id_lists(ids, b.offsets, b.members),
-        }
-    )
+    lsh_buckets = bucket_table(b, _id_lists(ids, b.offsets, b.members))
     return {
         "annotated": annotated,
         "deduped": deduped,

@@ -195,7 +195,7 @@ def find_duplicates(
 
     with clock.stage("clusters"):
         if cfg.keep != "first" and lengths is None:
-            lengths = _char_lengths(batch)
+            lengths = char_lengths(batch)
         clusters = assign_clusters(n, left, right, keep=cfg.keep, lengths=lengths)
         report("clusters", 1, 1)
 
@@ -213,7 +213,7 @@ def find_duplicates(
     )
 
 
-def _char_lengths(batch: TextBatch) -> np.ndarray:
+def char_lengths(batch: TextBatch) -> np.ndarray:
     """Characters per document: UTF-8 bytes that do not continue a character."""
     starts = (batch.data & 0xC0) != 0x80
     cum = np.concatenate(([0], np.cumsum(starts[: int(batch.offsets[-1])], dtype=np.int64)))

@@ -8,6 +8,8 @@ all its tokens; an empty document has none. No shingle string is ever built.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from numba import njit, prange
 
@@ -107,6 +109,16 @@ class ShingleSets:
         self.starts = starts
         self.lengths = lengths
         self.values = values
+
+    @classmethod
+    def from_sets(cls, sets: Sequence[np.ndarray]) -> ShingleSets:
+        """Pack already sorted, unique sets; document k of the result is ``sets[k]``."""
+        lengths = np.array([s.size for s in sets], dtype=np.int64)
+        starts = np.zeros(len(sets), dtype=np.int64)
+        if len(sets):
+            np.cumsum(lengths[:-1], out=starts[1:])
+        values = np.concatenate(sets).astype(np.uint64, copy=False) if len(sets) else np.empty(0, np.uint64)
+        return cls(np.arange(len(sets), dtype=np.int64), starts, lengths, values)
 
     def get(self, k: int) -> np.ndarray:
         """The set of ``docs[k]``."""

@@ -348,11 +348,7 @@ def _exact_similarities(query: np.ndarray, stored: list[np.ndarray | None], keys
         if s is None:
             raise ConfigError(f"document {key!r} was stored without its shingles; re-insert it")
         sets.append(s)
-    lengths = np.array([s.size for s in sets], dtype=np.int64)
-    starts = np.zeros(len(sets), dtype=np.int64)
-    np.cumsum(lengths[:-1], out=starts[1:])
-    values = np.concatenate(sets).astype(np.uint64, copy=False)
-    csr = ShingleSets(np.arange(len(sets), dtype=np.int64), starts, lengths, values)
+    csr = ShingleSets.from_sets(sets)
     right = np.arange(1, len(sets), dtype=np.int64)
     sim: np.ndarray = exact_jaccard_pairs(csr, len(sets), np.zeros(right.size, dtype=np.int64), right)
     return sim
