@@ -11,8 +11,9 @@ import pytest
 from neardup import DedupConfig, dedup
 from neardup.core.text import encode_texts
 from neardup.errors import IndexSettingsError
-from neardup.incremental import add_kept, against_tables, dedup_against
+from neardup.incremental import add_kept, dedup_against
 from neardup.index import LSHIndex
+from neardup.outputs import against_tables
 from synthetic import planted_corpus
 
 RECORDS = planted_corpus(400, seed=3)

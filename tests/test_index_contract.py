@@ -82,6 +82,7 @@ def _variants(seed: int = 3, count: int = 12) -> list[str]:
 class Backend:
     name: str
     open: Callable[[], Storage]
+    url: str
     """A storage on this backend's data: the same data on every call."""
 
 
@@ -106,6 +107,7 @@ def redis_url(request: pytest.FixtureRequest) -> Iterator[str]:
 @pytest.fixture(params=["memory", "sqlite", "redis"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     opened: list[Storage] = []
+    url = "memory://"
     if request.param == "memory":
         shared = MemoryStorage()
 
@@ -120,13 +122,14 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
             return storage
     else:
         path = tmp_path / "idx.db"
+        url = str(path)
 
         def make() -> Storage:
             storage = SQLiteStorage(path)
             opened.append(storage)
             return storage
 
-    yield Backend(request.param, make)
+    yield Backend(request.param, make, url)
     for storage in opened:
         storage.close()
 
@@ -456,25 +459,91 @@ def test_redis_prefixes_keep_indexes_apart(redis_url: str) -> None:
     two.close()
 
 
-def test_redis_concurrent_creators_cannot_disagree(redis_url: str) -> None:
+_PROCESS_TEXT = """
+import numpy as np
+def text(batch, i):
+    rng = np.random.default_rng(batch * 1000 + i)
+    return " ".join(f"w{n}" for n in rng.integers(0, 5000, size=30).tolist())
+"""
+_WRITER = (
+    _PROCESS_TEXT
+    + """
+import sys
+from neardup.index import LSHIndex
+url, batches, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+with LSHIndex.open(url) as index:
+    for b in range(batches):
+        index.insert_many([f"b{b}-{i}" for i in range(size)], [text(b, i) for i in range(size)])
+"""
+)
+_READER = (
+    _PROCESS_TEXT
+    + """
+import os, sys
+from neardup.index import LSHIndex
+url, size, stop = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+rng = np.random.default_rng(os.getpid())
+queries = sizes = 0
+with LSHIndex.open(url) as index:
+    while True:
+        finished = os.path.exists(stop)
+        n = len(index)
+        assert n % size == 0, f"saw {n} documents: half a batch"
+        sizes += 1
+        if n:
+            b, i = int(rng.integers(0, n // size)), int(rng.integers(0, size))
+            found = index.query(text(b, i))
+            assert any(m.key == f"b{b}-{i}" and m.similarity == 1.0 for m in found), (b, i, found)
+            queries += 1
+        if finished:
+            break
+print(queries, sizes)
+"""
+)
+
+
+def test_two_processes_query_while_a_third_inserts(backend: Backend, tmp_path: Path) -> None:
+    if backend.name == "memory":
+        pytest.skip("a memory index lives in one process")
+    import subprocess
+
+    LSHIndex(backend.open()).close()  # created with the default settings before anyone reads
+    stop = tmp_path / "writer-finished"
+    readers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _READER, backend.url, "100", str(stop)], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    writer = subprocess.run(
+        [sys.executable, "-c", _WRITER, backend.url, "12", "100"], capture_output=True, text=True, timeout=300
+    )
+    stop.touch()
+    outputs = [r.communicate(timeout=300) for r in readers]
+    assert writer.returncode == 0, writer.stderr
+    for reader, (out, _) in zip(readers, outputs, strict=True):
+        assert reader.returncode == 0, "a reader failed (its traceback is above)"
+        queries, sizes = map(int, out.split())
+        assert queries > 0 and sizes > 1
+    with LSHIndex(backend.open()) as index:
+        assert len(index) == 1200
+
+
+def test_concurrent_creators_cannot_disagree(backend: Backend) -> None:
+    if backend.name == "memory":
+        pytest.skip("a memory index lives in one process")
     from neardup.index.settings import IndexSettings as Settings
 
-    first, second = RedisStorage(redis_url), RedisStorage(redis_url)
-    assert first.read_settings() is None and second.read_settings() is None  # both think they create
-    first.write_settings(Settings.from_config(DedupConfig()).to_dict())
-    second.write_settings(Settings.from_config(DedupConfig()).to_dict())  # the same settings: fine
-    third = RedisStorage(redis_url)
-    assert third.read_settings() == first.read_settings()
-    late = RedisStorage(redis_url + "x")
-    other = RedisStorage(redis_url + "x")
-    assert late.read_settings() is None and other.read_settings() is None
-    late.write_settings(Settings.from_config(DedupConfig(), keep_shingles=True).to_dict())
+    first, second, third = backend.open(), backend.open(), backend.open()
+    assert all(s.read_settings() is None for s in (first, second, third))  # all think they create
+    chosen = Settings.from_config(DedupConfig(), keep_shingles=True).to_dict()
+    first.write_settings(chosen)
+    second.write_settings(chosen)  # the same settings: fine
     with pytest.raises(IndexSettingsError) as err:
-        other.write_settings(Settings.from_config(DedupConfig.create(seed=1)).to_dict())
+        third.write_settings(Settings.from_config(DedupConfig.create(seed=1)).to_dict())
     assert "another process created this index at the same time with other settings" in str(err.value)
     assert "keep_shingles=True (not False)" in str(err.value) and "seed=42 (not 1)" in str(err.value)
-    for storage in (first, second, third, late, other):
-        storage.close()
+    assert backend.open().read_settings() == chosen
 
 
 def test_redis_layout_version_checked(redis_url: str) -> None:

@@ -24,10 +24,10 @@ from neardup import __version__
 from neardup.config import KEEP_POLICIES, DedupConfig, KeepPolicy, ShingleMode
 from neardup.core.params import lsh_shape, s_curve
 from neardup.errors import ConfigError, InputError, OutputError, StorageError
-from neardup.incremental import AgainstResult, add_kept, against_tables, dedup_against
+from neardup.incremental import AgainstResult, add_kept, dedup_against
 from neardup.index import IndexSettings, LSHIndex, Storage, open_storage
 from neardup.io import OUTPUT_FORMATS, Corpus, OutputDir, ReadOptions, default_output_format, read_corpus
-from neardup.outputs import build_tables
+from neardup.outputs import against_tables, build_tables
 from neardup.pipeline import arrow_to_batch, find_duplicates
 
 EXIT_INPUT = 1
@@ -506,7 +506,7 @@ _NEED_KEYS = (
     "{what} needs --id-column: index keys are the id column's values, and generated row numbers "
     "would clash between runs"
 )
-_INSERT_CHUNK = 10_000
+_INSERT_CHUNK = 50_000
 
 
 def _given_settings(
@@ -727,7 +727,7 @@ def index_build(
     An index that already holds documents is refused unless --replace is given,
     which removes them and their settings first (not atomically: an interrupted
     --replace leaves a partly built index; run it again). An existing empty
-    index takes the new settings. Every chunk of 10,000 rows is added whole or
+    index takes the new settings. Every chunk of 50,000 rows is added whole or
     not at all.
     """
     if id_column is None:

@@ -23,19 +23,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from neardup.config import DedupConfig
 from neardup.core.clusters import Clusters, assign_clusters
+from neardup.core.minhash import estimate_pairs
 from neardup.core.shingles import ShingleSets, shingle_sets
 from neardup.core.text import TextBatch
 from neardup.core.verify import exact_jaccard_pairs
 from neardup.errors import ConfigError
 from neardup.index import IndexSettings, LSHIndex
-from neardup.outputs import bucket_table
+from neardup.index.base import Candidates
 from neardup.pipeline import DedupResult, Progress, char_lengths, find_duplicates
 
-_ANY = float(np.finfo(np.float64).tiny)  # a query threshold that returns every LSH candidate
 _KEEP_SCORE = {"longest": np.iinfo(np.int64).max, "shortest": -1}
 
 
@@ -182,14 +181,22 @@ def dedup_against(
 
 def _index_matches(batch: TextBatch, index: LSHIndex, cfg: DedupConfig, result: DedupResult) -> IndexMatches:
     exact = index.settings.keep_shingles and cfg.verify
-    found = index.query_signatures(result.signatures, threshold=_ANY)
-    rows = np.fromiter((r for r, ms in enumerate(found) for _ in ms), np.int64)
-    keys = [m.key for ms in found for m in ms]
-    estimated = np.fromiter((m.similarity for ms in found for m in ms), np.float64, len(keys))
-    similarity = _exact_to_index(batch, index, cfg, result, rows, keys) if exact and keys else estimated
+    found = index.lookup_signatures(result.signatures, shingles=exact)
+    rows = np.repeat(np.arange(len(found.rows), dtype=np.int64), [r.size for r in found.rows])
+    slots = np.concatenate(found.rows) if found.rows else np.empty(0, dtype=np.int64)
+    keys = [found.keys[i] for i in slots.tolist()]
+    n = rows.size
+    if n:  # both signature sets stacked: batch rows first, then the candidates
+        stacked = np.concatenate([result.signatures, found.signatures])
+        estimated = estimate_pairs(stacked, rows, slots + result.signatures.shape[0])
+    else:
+        estimated = np.empty(0, dtype=np.float64)
+    similarity = estimated
+    if exact and n:
+        similarity = _exact_to_index(batch, cfg, result, found, rows, slots)
     ok = np.flatnonzero(similarity >= index.settings.threshold)
-    if exact:  # best first within each row, as the estimate order may differ
-        ok = ok[np.lexsort((-similarity[ok], rows[ok]))]
+    # best first within each row (candidates come in key order, which breaks ties)
+    ok = ok[np.lexsort((-similarity[ok], rows[ok]))]
     return IndexMatches(
         row=rows[ok],
         key=[keys[i] for i in ok.tolist()],
@@ -201,26 +208,23 @@ def _index_matches(batch: TextBatch, index: LSHIndex, cfg: DedupConfig, result: 
 
 def _exact_to_index(
     batch: TextBatch,
-    index: LSHIndex,
     cfg: DedupConfig,
     result: DedupResult,
+    found: Candidates,
     rows: np.ndarray,
-    keys: list[str],
+    slots: np.ndarray,
 ) -> np.ndarray:
-    """Exact Jaccard of each (batch row, indexed key) with the compiled pair kernel."""
+    """Exact Jaccard of each (batch row, candidate slot) with the compiled pair kernel."""
     distinct_rows = np.unique(rows)
-    distinct_keys = sorted(set(keys))
     ours = shingle_sets(batch, distinct_rows, result.shingle_counts, cfg.text, cfg.shingle)
-    theirs = index.storage.get_shingles(distinct_keys)
     sets: list[np.ndarray] = [ours.get(i) for i in range(distinct_rows.size)]
-    for key, s in zip(distinct_keys, theirs, strict=True):
+    for key, s in zip(found.keys, found.shingles or [], strict=True):
         if s is None:
             raise ConfigError(f"document {key!r} was stored without its shingles; re-insert it")
         sets.append(s)
     csr = ShingleSets.from_sets(sets)
     left = np.searchsorted(distinct_rows, rows)
-    key_slot = {k: distinct_rows.size + i for i, k in enumerate(distinct_keys)}
-    right = np.fromiter((key_slot[k] for k in keys), np.int64, len(keys))
+    right = slots + distinct_rows.size
     sim: np.ndarray = exact_jaccard_pairs(csr, len(sets), left, right)
     return sim
 
@@ -246,86 +250,3 @@ def add_kept(index: LSHIndex, batch: TextBatch, result: AgainstResult, keys: Seq
         shingles=shingles,
     )
     return int(kept.size)
-
-
-def against_tables(table: pa.Table, id_column: str, result: AgainstResult) -> dict[str, pa.Table]:
-    """The six output tables of :mod:`neardup.outputs` for an incremental run.
-
-    Ids in ``representative``, ``duplicate_of``, ``members``, ``id_a``/``id_b`` and ``lsh_buckets``
-    are strings (an indexed key and a batch id share a column); ``annotated`` and ``duplicates``
-    gain ``matched_index`` (the row's cluster is represented by an indexed document) and
-    ``candidate_pairs`` gains ``matched_index`` (the pair's second document is an indexed one).
-    """
-    m = len(result.index_keys)
-    batch_ids = table.column(id_column).combine_chunks().cast(pa.string())
-    nodes = pa.concat_arrays([pa.array(result.index_keys, pa.string()), batch_ids])
-    cl = result.clusters
-
-    def ids_at(positions: np.ndarray) -> pa.Array:
-        return nodes.take(pa.array(positions, type=pa.int64()))
-
-    def id_lists(offsets: np.ndarray, members: np.ndarray) -> pa.Array:
-        return pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), ids_at(members))
-
-    cluster = cl.cluster[m:]
-    rep = cl.representative[m:]
-    keep = cl.keep[m:]
-    matched = rep < m
-    annotated = (
-        table.append_column("cluster_id", pa.array(cluster, type=pa.int64(), mask=cluster < 0))
-        .append_column("representative", ids_at(rep))
-        .append_column("is_duplicate", pa.array(~keep))
-        .append_column("matched_index", pa.array(matched))
-    )
-    deduped = table.filter(pa.array(keep))
-    dup = np.flatnonzero(~keep)
-    duplicates = (
-        table.take(pa.array(dup, pa.int64()))
-        .append_column("duplicate_of", ids_at(rep[dup]))
-        .append_column("cluster_id", pa.array(cluster[dup], pa.int64()))
-        .append_column("matched_index", pa.array(matched[dup]))
-    )
-
-    groups = []
-    for members in cl.groups():
-        r = int(cl.representative[members[0]])
-        groups.append([r] + [int(x) for x in members if x != r])
-    sizes = np.array([len(g) for g in groups], dtype=np.int64)
-    offsets = np.zeros(len(groups) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    flat = np.concatenate(groups).astype(np.int64) if groups else np.empty(0, np.int64)
-    clusters = pa.table(
-        {
-            "cluster_id": pa.array(np.arange(len(groups), dtype=np.int64)),
-            "size": pa.array(sizes),
-            "representative": ids_at(np.array([g[0] for g in groups], dtype=np.int64)),
-            "members": id_lists(offsets, flat),
-        }
-    )
-
-    pairs, im = result.batch.pairs, result.matches
-    slot = {k: i for i, k in enumerate(result.index_keys)}
-    key_nodes = np.fromiter((slot[k] for k in im.key), np.int64, len(im))
-    kinds = ["exact" if pairs.exact else "estimated"] * len(pairs)
-    kinds += ["exact" if im.exact else "estimated"] * len(im)
-    candidate_pairs = pa.table(
-        {
-            "id_a": ids_at(np.concatenate((pairs.left + m, im.row + m))),
-            "id_b": ids_at(np.concatenate((pairs.right + m, key_nodes))),
-            "jaccard": pa.array(np.round(np.concatenate((pairs.jaccard, im.similarity)), 6)),
-            "jaccard_kind": pa.array(kinds, pa.string()),
-            "estimated_jaccard": pa.array(np.round(np.concatenate((pairs.estimated, im.estimated)), 6)),
-            "matched_index": pa.array(np.arange(len(pairs) + len(im)) >= len(pairs)),
-        }
-    )
-
-    b = result.batch.buckets
-    lsh_buckets = bucket_table(b, id_lists(b.offsets, b.members + m))
-    return {
-        "annotated": annotated,
-        "deduped": deduped,
-        "duplicates": duplicates,
-        "clusters": clusters,
-        "candidate_pairs": candidate_pairs,
-        "lsh_buckets": lsh_buckets,
-    }

@@ -7,15 +7,23 @@
 ``candidate_pairs`` the graph's edges: ``id_a``, ``id_b``, ``jaccard``, ``jaccard_kind``,
                     ``estimated_jaccard``
 ``lsh_buckets``     colliding buckets: ``band``, ``bucket_key``, ``member_count``, ``members``
+
+:func:`build_tables` makes them for a run on its own, :func:`against_tables` for a run against a
+persistent index (ids become strings and ``matched_index`` marks what the index matched).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from neardup.core.lsh import Buckets
 from neardup.pipeline import DedupResult
+
+if TYPE_CHECKING:  # incremental imports this module
+    from neardup.incremental import AgainstResult
 
 OUTPUT_NAMES: tuple[str, ...] = (
     "annotated",
@@ -109,6 +117,89 @@ def build_tables(table: pa.Table, id_column: str, result: DedupResult) -> dict[s
 
     b = result.buckets
     lsh_buckets = bucket_table(b, _id_lists(ids, b.offsets, b.members))
+    return {
+        "annotated": annotated,
+        "deduped": deduped,
+        "duplicates": duplicates,
+        "clusters": clusters,
+        "candidate_pairs": candidate_pairs,
+        "lsh_buckets": lsh_buckets,
+    }
+
+
+def against_tables(table: pa.Table, id_column: str, result: AgainstResult) -> dict[str, pa.Table]:
+    """The six output tables of :mod:`neardup.outputs` for an incremental run.
+
+    Ids in ``representative``, ``duplicate_of``, ``members``, ``id_a``/``id_b`` and ``lsh_buckets``
+    are strings (an indexed key and a batch id share a column); ``annotated`` and ``duplicates``
+    gain ``matched_index`` (the row's cluster is represented by an indexed document) and
+    ``candidate_pairs`` gains ``matched_index`` (the pair's second document is an indexed one).
+    """
+    m = len(result.index_keys)
+    batch_ids = table.column(id_column).combine_chunks().cast(pa.string())
+    nodes = pa.concat_arrays([pa.array(result.index_keys, pa.string()), batch_ids])
+    cl = result.clusters
+
+    def ids_at(positions: np.ndarray) -> pa.Array:
+        return nodes.take(pa.array(positions, type=pa.int64()))
+
+    def id_lists(offsets: np.ndarray, members: np.ndarray) -> pa.Array:
+        return pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), ids_at(members))
+
+    cluster = cl.cluster[m:]
+    rep = cl.representative[m:]
+    keep = cl.keep[m:]
+    matched = rep < m
+    annotated = (
+        table.append_column("cluster_id", pa.array(cluster, type=pa.int64(), mask=cluster < 0))
+        .append_column("representative", ids_at(rep))
+        .append_column("is_duplicate", pa.array(~keep))
+        .append_column("matched_index", pa.array(matched))
+    )
+    deduped = table.filter(pa.array(keep))
+    dup = np.flatnonzero(~keep)
+    duplicates = (
+        table.take(pa.array(dup, pa.int64()))
+        .append_column("duplicate_of", ids_at(rep[dup]))
+        .append_column("cluster_id", pa.array(cluster[dup], pa.int64()))
+        .append_column("matched_index", pa.array(matched[dup]))
+    )
+
+    groups = []
+    for members in cl.groups():
+        r = int(cl.representative[members[0]])
+        groups.append([r] + [int(x) for x in members if x != r])
+    sizes = np.array([len(g) for g in groups], dtype=np.int64)
+    offsets = np.zeros(len(groups) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    flat = np.concatenate(groups).astype(np.int64) if groups else np.empty(0, np.int64)
+    clusters = pa.table(
+        {
+            "cluster_id": pa.array(np.arange(len(groups), dtype=np.int64)),
+            "size": pa.array(sizes),
+            "representative": ids_at(np.array([g[0] for g in groups], dtype=np.int64)),
+            "members": id_lists(offsets, flat),
+        }
+    )
+
+    pairs, im = result.batch.pairs, result.matches
+    slot = {k: i for i, k in enumerate(result.index_keys)}
+    key_nodes = np.fromiter((slot[k] for k in im.key), np.int64, len(im))
+    kinds = ["exact" if pairs.exact else "estimated"] * len(pairs)
+    kinds += ["exact" if im.exact else "estimated"] * len(im)
+    candidate_pairs = pa.table(
+        {
+            "id_a": ids_at(np.concatenate((pairs.left + m, im.row + m))),
+            "id_b": ids_at(np.concatenate((pairs.right + m, key_nodes))),
+            "jaccard": pa.array(np.round(np.concatenate((pairs.jaccard, im.similarity)), 6)),
+            "jaccard_kind": pa.array(kinds, pa.string()),
+            "estimated_jaccard": pa.array(np.round(np.concatenate((pairs.estimated, im.estimated)), 6)),
+            "matched_index": pa.array(np.arange(len(pairs) + len(im)) >= len(pairs)),
+        }
+    )
+
+    b = result.batch.buckets
+    lsh_buckets = bucket_table(b, id_lists(b.offsets, b.members + m))
     return {
         "annotated": annotated,
         "deduped": deduped,

@@ -8,7 +8,8 @@ MinHash; :class:`~neardup.index.lsh_index.LSHIndex` computes signatures and band
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -33,6 +34,15 @@ def bucket_ids(band_keys: np.ndarray) -> np.ndarray:
     offsets = np.arange(keys.shape[1], dtype=np.uint64) * _BAND_STRIDE  # wraps mod 2**64
     out: np.ndarray = (keys + offsets).view(np.int64)
     return out
+
+
+def settings_diff(stored: dict[str, Any], wanted: dict[str, Any]) -> str:
+    """``name=stored (not wanted), ...`` for each setting that differs."""
+    return ", ".join(
+        f"{name}={stored.get(name)!r} (not {wanted.get(name)!r})"
+        for name in sorted(set(stored) | set(wanted))
+        if stored.get(name) != wanted.get(name)
+    )
 
 
 def check_batch(
@@ -65,6 +75,37 @@ def check_batch(
     if mask.shape != (n,):
         raise ValueError(f"expected {n} eligible flags, got shape {mask.shape}")
     return mask
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """What :meth:`Storage.lookup` found for a batch of query rows, read in one snapshot.
+
+    ``keys`` are the distinct candidate keys, sorted; ``signatures`` (uint32[len(keys), num_perm])
+    and ``shingles`` (when asked for; None where a document was stored without them) follow that
+    order; ``rows[q]`` holds the ascending positions in ``keys`` of query row ``q``'s candidates.
+    """
+
+    keys: list[str]
+    signatures: np.ndarray
+    rows: list[np.ndarray]
+    shingles: list[np.ndarray | None] | None = None
+
+    @classmethod
+    def from_rows(
+        cls,
+        per_row: Sequence[set[str]],
+        signatures_of: Callable[[list[str]], np.ndarray],
+        shingles_of: Callable[[list[str]], list[np.ndarray | None]] | None = None,
+    ) -> Candidates:
+        """Build from each query row's set of candidate keys and readers of the distinct keys'
+        signatures and (optionally) shingles."""
+        keys = sorted(set().union(*per_row)) if per_row else []
+        slot = {k: i for i, k in enumerate(keys)}
+        rows = [np.sort(np.fromiter((slot[k] for k in r), np.int64, len(r))) for r in per_row]
+        sigs = signatures_of(keys) if keys else np.empty((0, 0), dtype=np.uint32)
+        sets = None if shingles_of is None else (shingles_of(keys) if keys else [])
+        return cls(keys, sigs, rows, sets)
 
 
 @runtime_checkable
@@ -106,8 +147,10 @@ class Storage(Protocol):
         """
         ...
 
-    def candidates(self, band_keys: np.ndarray) -> list[list[str]]:
-        """For each row of uint64[m, bands], the sorted keys sharing at least one (band, key)."""
+    def lookup(self, band_keys: np.ndarray, *, shingles: bool = False) -> Candidates:
+        """For each row of uint64[m, bands], the stored documents sharing at least one
+        (band, key) with it, with their signatures (and shingles if asked), in one consistent
+        read: a document removed or replaced meanwhile is either wholly there or absent."""
         ...
 
     def get_signatures(self, keys: Sequence[str]) -> np.ndarray:

@@ -17,7 +17,7 @@ from neardup.core.shingles import ShingleSets, shingle_sets
 from neardup.core.text import encode_texts
 from neardup.core.verify import exact_jaccard_pairs
 from neardup.errors import ConfigError, IndexSettingsError
-from neardup.index.base import Storage
+from neardup.index.base import Candidates, Storage
 from neardup.index.settings import FORMAT_VERSION, IndexSettings
 from neardup.index.url import open_storage
 
@@ -241,6 +241,29 @@ class LSHIndex:
             arr = arr.astype(np.uint32)
         return np.ascontiguousarray(arr)
 
+    def lookup_signatures(self, signatures: np.ndarray, *, shingles: bool = False) -> Candidates:
+        """The stored documents sharing a band with each row of uint32[m, num_perm] (empty rows
+        get none), with their signatures and, if asked, shingles, read in one snapshot."""
+        sigs = self._check_signatures(signatures, "signatures")
+        eligible = ~np.all(sigs == EMPTY_VALUE, axis=1)
+        return self._lookup(sigs, eligible, shingles=shingles)
+
+    def _lookup(self, sigs: np.ndarray, eligible: np.ndarray, *, shingles: bool) -> Candidates:
+        rows = np.flatnonzero(eligible)
+        empty = np.empty(0, dtype=np.int64)
+        if rows.size == 0:
+            no_sigs = np.empty((0, self.settings.num_perm), dtype=np.uint32)
+            return Candidates([], no_sigs, [empty] * sigs.shape[0], [] if shingles else None)
+        found = self.storage.lookup(
+            band_keys(sigs[rows], self.settings.bands, self.settings.rows), shingles=shingles
+        )
+        if rows.size == sigs.shape[0]:
+            return found
+        per_row = [empty] * sigs.shape[0]
+        for q, cands in zip(rows.tolist(), found.rows, strict=True):
+            per_row[q] = cands
+        return replace(found, rows=per_row)
+
     def _query(
         self,
         sigs: np.ndarray,
@@ -251,32 +274,22 @@ class LSHIndex:
         sets: ShingleSets | None,
     ) -> list[list[Match]]:
         limit = self.settings.threshold if threshold is None else float(threshold)
+        found = self._lookup(sigs, eligible, shingles=sets is not None)
         out: list[list[Match]] = [[] for _ in range(sigs.shape[0])]
-        rows = np.flatnonzero(eligible)
-        if rows.size == 0:
-            return out
-        bk = band_keys(sigs[rows], self.settings.bands, self.settings.rows)
-        per_row = self.storage.candidates(bk)
-        all_keys = sorted(set().union(*per_row))
-        if not all_keys:
-            return out
-        slot = {k: i for i, k in enumerate(all_keys)}
-        stored = self.storage.get_signatures(all_keys)
-        stored_sets = self.storage.get_shingles(all_keys) if sets is not None else None
-        for q, cands in zip(rows.tolist(), per_row, strict=True):
-            if not cands:
+        exact = sets is not None
+        for q, idx in enumerate(found.rows):
+            if idx.size == 0:
                 continue
-            idx = np.fromiter((slot[k] for k in cands), dtype=np.int64, count=len(cands))
-            if sets is not None and stored_sets is not None:
-                sim = _exact_similarities(sets.get(q), [stored_sets[i] for i in idx.tolist()], cands)
+            cands = [found.keys[i] for i in idx.tolist()]
+            if sets is not None and found.shingles is not None:
+                sim = _exact_similarities(sets.get(q), [found.shingles[i] for i in idx.tolist()], cands)
             else:
-                sim = np.count_nonzero(stored[idx] == sigs[q], axis=1) / sigs.shape[1]
+                sim = np.count_nonzero(found.signatures[idx] == sigs[q], axis=1) / sigs.shape[1]
             keep = np.flatnonzero(sim >= limit)
             # best first, ties by key: candidates are sorted by key, so a stable sort keeps that
             order = keep[np.argsort(-sim[keep], kind="stable")]
             if top_k is not None:
                 order = order[:top_k]
-            exact = sets is not None
             out[q] = [Match(cands[i], float(sim[i]), exact) for i in order.tolist()]
         return out
 

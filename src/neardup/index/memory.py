@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from neardup.index.base import check_batch
+from neardup.index.base import Candidates, check_batch
 
 
 class MemoryStorage:
@@ -53,14 +53,14 @@ class MemoryStorage:
             for bucket in buckets:
                 self._buckets.setdefault(bucket, set()).add(key)
 
-    def candidates(self, band_keys: np.ndarray) -> list[list[str]]:
-        out = []
+    def lookup(self, band_keys: np.ndarray, *, shingles: bool = False) -> Candidates:
+        per_row: list[set[str]] = []
         for row in np.asarray(band_keys, dtype=np.uint64).tolist():
             found: set[str] = set()
             for bucket in enumerate(row):
                 found.update(self._buckets.get(bucket, ()))
-            out.append(sorted(found))
-        return out
+            per_row.append(found)
+        return Candidates.from_rows(per_row, self.get_signatures, self.get_shingles if shingles else None)
 
     def get_signatures(self, keys: Sequence[str]) -> np.ndarray:
         if not keys:
