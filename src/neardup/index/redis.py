@@ -39,15 +39,14 @@ new records (one argument per shard; one script per 100,000 documents), then var
 HSET commands for the documents and an INCR of ``P:epoch``. A reader never sees half a batch. A
 removal is one script.
 
-A lookup reads one snapshot. A lookup of fewer than 8 rows is one read-only script (one round
-trip): an MGET of the shards of the distinct buckets, a scan of each for its records, the ids'
-keys and those keys' signatures (and shingles). A larger one is two round trips of plain
-commands, which cost the server less (a script pays to copy each shard in): ``MGET P:epoch
-<shards>``, whose records numpy matches against the buckets, then ``HMGET`` of the ids' keys
-and signatures (and shingles) and ``GET P:epoch``. Every write raises the epoch in the step that
-makes it, so an unchanged epoch proves that no write came between the two; after a write, the
-lookup runs as the script. The scripts build key names at run time, so the layout needs a single
-Redis server (not Redis Cluster).
+A lookup reads one snapshot in two round trips of plain commands: ``MGET P:epoch <shards>``
+(the shards of the distinct buckets), whose records the client matches against the buckets
+(bytes.find for a few buckets, numpy for many), then ``HMGET`` of the ids' keys and signatures
+(and shingles) and ``GET P:epoch``. Every write raises the epoch in the step that makes it, so
+an unchanged epoch proves that no write came between the two reads; after a write, the lookup
+runs again as one read-only script that does the same inside Redis (which costs the server
+about twice as much: a script pays to copy each shard in). The scripts build key names at run
+time, so the layout needs a single Redis server (not Redis Cluster).
 
 redis-py's default socket timeout (five seconds) is raised to ``_SOCKET_TIMEOUT_S``: a large batch
 keeps the server busy for seconds.
@@ -80,7 +79,7 @@ _SOCKET_TIMEOUT_S = 300.0
 _PAGE = 1000
 _DOC_CHUNK = 10_000  # documents per ZADD / HSET command of an insert
 _SCRIPT_DOCS = 100_000  # documents per insert script
-_PLAIN_ROWS = 8  # lookups of fewer rows go straight to the script: one round trip, less Python
+_NUMPY_BUCKETS = 256  # a lookup of fewer buckets matches records with bytes.find, not numpy
 _SHARD_BITS = 11  # a band key's top bits pick its shard among its band's 2048
 _ID_BYTES = 5
 _KEY_BYTES = 7  # the low bytes of a band key in a record: with the shard, all 64 bits
@@ -353,10 +352,11 @@ def _big_endian(values: np.ndarray, width: int = 8) -> np.ndarray:
     return out
 
 
-def _from_big_endian(raw: np.ndarray) -> np.ndarray:
-    """uint64[n] from uint8[n, width <= 8], big-endian."""
-    out = np.zeros((raw.shape[0], 8), dtype=np.uint8)
-    out[:, 8 - raw.shape[1] :] = raw
+def _void_values(raw: np.ndarray) -> np.ndarray:
+    """uint64[n] from a void array of big-endian numbers up to 8 bytes wide."""
+    width = raw.dtype.itemsize
+    out = np.zeros((raw.size, 8), dtype=np.uint8)
+    out[:, 8 - width :] = np.frombuffer(raw.tobytes(), dtype=np.uint8).reshape(-1, width)
     values: np.ndarray = out.view(">u8").ravel().astype(np.uint64)
     return values
 
@@ -501,10 +501,6 @@ class RedisStorage:
     @staticmethod
     def _encode(keys: Sequence[str]) -> list[bytes]:
         return [k.encode() for k in keys]
-
-    def _missing(self, keys: Sequence[str], values: Sequence[object]) -> KeyError:
-        key = next(k for k, v in zip(keys, values, strict=True) if v is None)
-        return KeyError(f"no document with key {key!r} in {self._url}")
 
     def _send(self, parts: list[bytes], replies: int) -> list[Any]:
         """Send packed commands (``parts`` concatenated: a few large parts, as each is one
@@ -729,10 +725,8 @@ class RedisStorage:
             buckets, inverse = np.unique(buckets, return_inverse=True)
             shards, shards_at = np.unique(buckets["shard"], return_index=True)
         with self._errors("looking up candidates"):
-            found = None
-            if m >= _PLAIN_ROWS:
-                found = self._lookup_plain(buckets, shards, shards_at, shingles)
-            if found is None:  # few rows, or a write came between the two round trips
+            found = self._lookup_plain(buckets, shards, shards_at, shingles, per_bucket=m > 1)
+            if found is None:  # a write came between the two round trips
                 found = self._lookup_script(buckets, shards, shards_at, shingles, per_bucket=m > 1)
         hit_bucket, hit_id, raw_keys, sigs, sets = found
         present = [i for i, k in enumerate(raw_keys) if isinstance(k, bytes)]
@@ -772,11 +766,12 @@ class RedisStorage:
         )
 
     def _lookup_plain(
-        self, buckets: np.ndarray, shards: np.ndarray, first: np.ndarray, shingles: bool
+        self, buckets: np.ndarray, shards: np.ndarray, first: np.ndarray, shingles: bool, *, per_bucket: bool
     ) -> _Found | None:
         """Look the buckets up in two round trips of plain commands; None if a write came
         between them. ``buckets`` are distinct (shard, band key) pairs sorted by shard, ``shards``
-        the distinct shards and ``first`` where each one's buckets start.
+        the distinct shards and ``first`` where each one's buckets start; ``per_bucket`` asks for
+        each hit's bucket (one row needs only the ids).
 
         The first round trip reads the epoch with the shards, in one command; the second reads
         the ids' keys and signatures, then the epoch again: every write raises the epoch in the
@@ -786,34 +781,83 @@ class RedisStorage:
         read = _head(2 + shards.size, b"MGET", self._k_epoch) + names
         epoch, *blobs = self._send([read], 1)[0]
         blobs = [b or b"" for b in blobs]
-        sizes = np.fromiter(map(len, blobs), dtype=np.int64, count=len(blobs)) // _RECORD
-        records = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(-1, _RECORD)
-        # match records to buckets on (shard, low 56 bits of the band key), through a 64-bit hash
-        # of the pair whose matches are then checked
-        low = np.uint64((1 << (8 * _KEY_BYTES)) - 1)
-        stride = np.uint64(0x9E3779B97F4A7C15)
-        bucket_shard = np.repeat(np.arange(shards.size, dtype=np.uint64), np.diff(first, append=len(buckets)))
-        bucket_key = buckets["key"] & low
-        bucket_hash = bucket_key + bucket_shard * stride
-        record_shard = np.repeat(np.arange(shards.size, dtype=np.uint64), sizes)
-        record_key = _from_big_endian(records[:, :_KEY_BYTES])
-        record_hash = record_key + record_shard * stride
-        by_hash = np.argsort(bucket_hash)
-        sorted_hash = bucket_hash[by_hash]
-        if np.any(sorted_hash[1:] == sorted_hash[:-1]):
-            return None  # two buckets share a hash (odds 2**-64): let the script look them up
-        at = by_hash[np.minimum(np.searchsorted(sorted_hash, record_hash), len(buckets) - 1)]
-        hit = (bucket_shard[at] == record_shard) & (bucket_key[at] == record_key)
-        ids, hit_id = np.unique(_from_big_endian(records[hit, _KEY_BYTES:]), return_inverse=True)
-        if ids.size == 0:
-            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), [], [], [] if shingles else None
-        packed_ids = _fixed(_big_endian(ids, _ID_BYTES)).tobytes()
+        hits = (
+            self._match_few(buckets, first, blobs, per_bucket=per_bucket)
+            if len(buckets) < _NUMPY_BUCKETS
+            else self._match_many(buckets, shards, first, blobs)
+        )
+        if hits is None:
+            return None
+        hit_bucket, hit_id, ids = hits
+        if not ids:
+            return hit_bucket, hit_id, [], [], [] if shingles else None
+        packed_ids = _bulks(ids)
         hashes = [self._k_keys, self._k_sig, *([self._k_shingles] if shingles else [])]
-        parts = [part for h in hashes for part in (_head(2 + ids.size, b"HMGET", h), packed_ids)]
+        parts = [part for h in hashes for part in (_head(2 + len(ids), b"HMGET", h), packed_ids)]
         raw_keys, sigs, *rest = self._send([*parts, _command([b"GET", self._k_epoch])], len(hashes) + 1)
         if rest[-1] != epoch:
             return None
-        return at[hit], hit_id.ravel(), raw_keys, sigs, rest[0] if shingles else None
+        return hit_bucket, hit_id, raw_keys, sigs, rest[0] if shingles else None
+
+    @staticmethod
+    def _match_few(
+        buckets: np.ndarray, first: np.ndarray, blobs: list[bytes], *, per_bucket: bool
+    ) -> tuple[np.ndarray, np.ndarray, list[bytes]]:
+        """The records of ``blobs`` (the shards, in order) that are in one of the buckets: per
+        hit (only if ``per_bucket``) its bucket's place and its id's place among the distinct
+        ids, which follow. Found with bytes.find: for a few buckets, numpy costs more."""
+        wanted = _big_endian(buckets["key"], _KEY_BYTES).tobytes()
+        seen: dict[bytes, int] = {}
+        hit_bucket: list[int] = []
+        hit_id: list[int] = []
+        for shard, (lo, hi) in enumerate(itertools.pairwise([*first.tolist(), len(buckets)])):
+            blob = blobs[shard]
+            for bucket in range(lo, hi):
+                key = wanted[_KEY_BYTES * bucket : _KEY_BYTES * (bucket + 1)]
+                at = blob.find(key)
+                while at >= 0:
+                    if at % _RECORD:
+                        at = blob.find(key, at + 1)
+                        continue
+                    place = seen.setdefault(blob[at + _KEY_BYTES : at + _RECORD], len(seen))
+                    if per_bucket:
+                        hit_bucket.append(bucket)
+                        hit_id.append(place)
+                    at = blob.find(key, at + _RECORD)
+        return np.array(hit_bucket, dtype=np.int64), np.array(hit_id, dtype=np.int64), list(seen)
+
+    @staticmethod
+    def _match_many(
+        buckets: np.ndarray, shards: np.ndarray, first: np.ndarray, blobs: list[bytes]
+    ) -> tuple[np.ndarray, np.ndarray, list[bytes]] | None:
+        """As :meth:`_match_few`, with numpy; None in the (2**-64) case that it cannot tell two
+        buckets apart."""
+        sizes = np.fromiter(map(len, blobs), dtype=np.int64, count=len(blobs)) // _RECORD
+        records = np.frombuffer(b"".join(blobs), dtype=[("key", f"V{_KEY_BYTES}"), ("id", f"V{_ID_BYTES}")])
+        record_shard = np.repeat(np.arange(shards.size), sizes)
+        wanted = np.ascontiguousarray(_big_endian(buckets["key"], _KEY_BYTES)).view(f"V{_KEY_BYTES}").ravel()
+        per_shard = np.diff(first, append=len(buckets))
+        # a record of a shard with one bucket can only be that bucket's
+        at = first[record_shard]
+        hit = records["key"] == wanted[at]
+        crowded = np.flatnonzero(per_shard[record_shard] > 1)
+        if crowded.size:  # the others: match (shard, key) through a 64-bit hash, then check
+            stride = np.uint64(0x9E3779B97F4A7C15)
+            bucket_shard = np.repeat(np.arange(shards.size), per_shard)
+            bucket_hash = _void_values(wanted) + bucket_shard.astype(np.uint64) * stride
+            by_hash = np.argsort(bucket_hash)
+            sorted_hash = bucket_hash[by_hash]
+            if np.any(sorted_hash[1:] == sorted_hash[:-1]):
+                return None
+            shard_of, keys = record_shard[crowded], records["key"][crowded]
+            record_hash = _void_values(keys) + shard_of.astype(np.uint64) * stride
+            found = by_hash[np.minimum(np.searchsorted(sorted_hash, record_hash), len(buckets) - 1)]
+            at[crowded] = found
+            hit[crowded] = (bucket_shard[found] == shard_of) & (wanted[found] == keys)
+        values, hit_id = np.unique(_void_values(records["id"][hit]), return_inverse=True)
+        raw = _big_endian(values, _ID_BYTES).tobytes()
+        ids = [raw[i : i + _ID_BYTES] for i in range(0, len(raw), _ID_BYTES)]
+        return at[hit], hit_id.ravel(), ids
 
     def _lookup_script(
         self, buckets: np.ndarray, shards: np.ndarray, first: np.ndarray, shingles: bool, *, per_bucket: bool
