@@ -783,6 +783,25 @@ def test_write_jsonl_matches_json_loads(rows_: list[tuple[object, ...]]) -> None
         ] == table.to_pylist()
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.none() | st.text(st.characters(exclude_categories=["Cs"]), max_size=30), max_size=20))
+def test_json_strings_are_exactly_json_dumps(values: list[str | None]) -> None:
+    from neardup.io._jsontext import json_values
+
+    column = pa.array(values, pa.string())
+    expected = [None if v is None else json.dumps(v, ensure_ascii=False) for v in values]
+    assert json_values(column).to_pylist() == expected
+    if len(values) > 2:  # a slice starts inside the buffers
+        assert json_values(column.slice(1, len(values) - 2)).to_pylist() == expected[1:-1]
+
+
+def test_json_strings_escape_every_control_character() -> None:
+    from neardup.io._jsontext import json_values
+
+    every = "".join(map(chr, range(0x80))) + "\u2028\x7f\u00e9\u4e2d\U0001f600"
+    assert json_values(pa.array([every])).to_pylist() == [json.dumps(every, ensure_ascii=False)]
+
+
 def test_jsonl_record_larger_than_a_block(tmp_path: Path) -> None:
     long = "word " * 1_800_000  # 9 MB, more than pyarrow's block
     path = put(tmp_path / "a.jsonl", jsonl({"text": "short"}, {"text": long}))
