@@ -21,9 +21,12 @@ demo: setup
 # invalidates a cached kernel only when its own file changes, not when a kernel it calls does,
 # so the whole cache is dropped whenever any compiled source changes.
 WARM := $(VENV)/.kernels-warm
-$(WARM): $(STAMP) $(wildcard src/neardup/core/*.py) src/neardup/core/unicode_table.npz
+$(WARM): $(STAMP) $(wildcard src/neardup/core/*.py) src/neardup/engines/kernels.py src/neardup/core/unicode_table.npz
 	find src -name '*.nbi' -delete -o -name '*.nbc' -delete
 	$(BIN)/python -c "import neardup; neardup.dedup(['warm up the kernels', 'warm up the kernels'])"
+	$(BIN)/python -c "import neardup, pyarrow as pa, tempfile; \
+	  t = pa.table({'text': ['warm up the engine', 'warm up the engine']}); \
+	  d = tempfile.TemporaryDirectory(); neardup.dedup_external(t, work_dir=d.name, memory_limit=1 << 20)"
 	touch $(WARM)
 
 warm: $(WARM)

@@ -11,6 +11,7 @@ from neardup.core.minhash import MinHasher, estimate_jaccard
 from neardup.core.params import candidate_probability, optimal_shape
 from neardup.core.shingles import shingle_hashes
 from neardup.core.text import normalize, tokenize
+from neardup.engines import ExternalResult, dedup_external
 from neardup.errors import ConfigError, InputError, MissingColumnError, NeardupError, OutputError
 from neardup.pipeline import DedupResult, Pairs, dedup, find_duplicates
 from neardup.similarity import exact_jaccard, signatures
@@ -21,6 +22,7 @@ __all__ = [
     "ConfigError",
     "DedupConfig",
     "DedupResult",
+    "ExternalResult",
     "InputError",
     "LSHConfig",
     "MinHashConfig",
@@ -34,6 +36,7 @@ __all__ = [
     "__version__",
     "candidate_probability",
     "dedup",
+    "dedup_external",
     "estimate_jaccard",
     "exact_jaccard",
     "find_duplicates",
