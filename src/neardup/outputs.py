@@ -14,13 +14,15 @@ persistent index (ids become strings and ``matched_index`` marks what the index 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
+from neardup.core.clusters import Clusters
 from neardup.core.lsh import Buckets
-from neardup.pipeline import DedupResult
+from neardup.pipeline import DedupResult, Pairs
 
 if TYPE_CHECKING:  # incremental imports this module
     from neardup.incremental import AgainstResult
@@ -208,3 +210,97 @@ def against_tables(table: pa.Table, id_column: str, result: AgainstResult) -> di
         "candidate_pairs": candidate_pairs,
         "lsh_buckets": lsh_buckets,
     }
+
+
+# -- the same tables a slice at a time, for corpora larger than memory ----------------------------
+
+
+def annotate(table: pa.Table, ids: pa.Array, clusters: Clusters, start: int) -> dict[str, pa.Table]:
+    """``annotated``, ``deduped`` and ``duplicates`` rows of the input rows ``start, start + 1, ...``.
+
+    ``table`` holds those rows, ``ids`` the id of every row; concatenated over the
+    batches of a corpus, the pieces are the tables :func:`build_tables` makes.
+    """
+    stop = start + table.num_rows
+    cluster = clusters.cluster[start:stop]
+    rep = clusters.representative[start:stop]
+    keep = clusters.keep[start:stop]
+    annotated = (
+        table.append_column("cluster_id", pa.array(cluster, type=pa.int64(), mask=cluster < 0))
+        .append_column("representative", _ids_at(ids, rep))
+        .append_column("is_duplicate", pa.array(~keep))
+    )
+    dup = np.flatnonzero(~keep)
+    duplicates = (
+        table.take(pa.array(dup, pa.int64()))
+        .append_column("duplicate_of", _ids_at(ids, rep[dup]))
+        .append_column("cluster_id", pa.array(cluster[dup], pa.int64()))
+    )
+    return {"annotated": annotated, "deduped": table.filter(pa.array(keep)), "duplicates": duplicates}
+
+
+def _slices(offsets: np.ndarray, max_items: int) -> Iterator[tuple[int, int]]:
+    """``(lo, hi)`` row ranges of a list table whose rows plus list items stay near ``max_items``
+    (at least one row each); one empty range for an empty table."""
+    rows = offsets.size - 1
+    if rows == 0:
+        yield 0, 0
+        return
+    cost = offsets[1:] + np.arange(1, rows + 1)  # items and rows up to each row
+    lo = 0
+    while lo < rows:
+        base = int(offsets[lo]) + lo
+        hi = max(lo + 1, int(np.searchsorted(cost, base + max_items, side="right")))
+        yield lo, hi
+        lo = hi
+
+
+def cluster_tables(ids: pa.Array, clusters: Clusters, *, max_items: int) -> Iterator[pa.Table]:
+    """The ``clusters`` table of :func:`build_tables` in slices (at least one, maybe empty)."""
+    members = np.flatnonzero(clusters.cluster >= 0)
+    cl = clusters.cluster[members]
+    # each cluster's representative first, then the others in input order, as DedupResult.groups()
+    order = np.lexsort((members, members != clusters.representative[members], cl))
+    members, cl = members[order], cl[order]
+    sizes = np.bincount(cl, minlength=clusters.n_clusters).astype(np.int64)
+    offsets = np.zeros(sizes.size + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    reps = members[offsets[:-1]]
+    for lo, hi in _slices(offsets, max_items):
+        a, b = int(offsets[lo]), int(offsets[hi])
+        yield pa.table(
+            {
+                "cluster_id": pa.array(np.arange(lo, hi, dtype=np.int64)),
+                "size": pa.array(sizes[lo:hi]),
+                "representative": _ids_at(ids, reps[lo:hi]),
+                "members": _id_lists(ids, offsets[lo : hi + 1] - a, members[a:b]),
+            }
+        )
+
+
+def pair_tables(ids: pa.Array, pairs: Pairs, *, max_items: int) -> Iterator[pa.Table]:
+    """The ``candidate_pairs`` table of :func:`build_tables` in slices (at least one)."""
+    kind = pa.scalar("exact" if pairs.exact else "estimated", pa.string())
+    n = len(pairs)
+    for lo in range(0, max(n, 1), max(1, max_items)):
+        hi = min(n, lo + max_items)
+        yield pa.table(
+            {
+                "id_a": _ids_at(ids, np.asarray(pairs.left[lo:hi])),
+                "id_b": _ids_at(ids, np.asarray(pairs.right[lo:hi])),
+                "jaccard": pa.array(np.round(np.asarray(pairs.jaccard[lo:hi]), 6)),
+                "jaccard_kind": pa.repeat(kind, hi - lo),
+                "estimated_jaccard": pa.array(np.round(np.asarray(pairs.estimated[lo:hi]), 6)),
+            }
+        )
+
+
+def bucket_tables(ids: pa.Array, buckets: Buckets, *, max_items: int) -> Iterator[pa.Table]:
+    """The ``lsh_buckets`` table of :func:`build_tables` in slices (at least one)."""
+    offsets = np.asarray(buckets.offsets)
+    for lo, hi in _slices(offsets, max_items):
+        a, b = int(offsets[lo]), int(offsets[hi])
+        rebased = offsets[lo : hi + 1] - a
+        members = np.asarray(buckets.members[a:b])
+        part = Buckets(band=buckets.band[lo:hi], key=buckets.key[lo:hi], offsets=rebased, members=members)
+        yield bucket_table(part, _id_lists(ids, rebased, members))

@@ -177,17 +177,9 @@ def read_corpus(inputs: Sequence[str | Path], options: ReadOptions = ReadOptions
         raise InputError("no inputs given")
     paths = expand_inputs(inputs)
     problems = Problems(options.on_error)
-    parts: list[Part] = []
-    start = 0
-    while start < len(paths):
-        fmt = detect_format(paths[start])
-        stop = start + 1
-        if fmt.family == "html" or (fmt.family == "text" and not options.lines):
-            # One document per file: a run of such files makes one table.
-            while stop < len(paths) and detect_format(paths[stop]).family == fmt.family:
-                stop += 1
-        parts.append(_checked(_read_part(paths[start:stop], fmt, options, problems), options))
-        start = stop
+    parts = [
+        _checked(read_part(group, fmt, options, problems), options) for group, fmt in groups(paths, options)
+    ]
 
     table = _combine([part.table for part in parts])
     if options.id_column is not None and table.num_rows:
@@ -208,7 +200,27 @@ def read_corpus(inputs: Sequence[str | Path], options: ReadOptions = ReadOptions
     )
 
 
-def _read_part(paths: list[Path], fmt: Format, options: ReadOptions, problems: Problems) -> Part:
+def groups(paths: Sequence[Path], options: ReadOptions) -> list[tuple[list[Path], Format]]:
+    """The files in the groups that make one table each, with their format.
+
+    A run of one-document files (HTML, or plain text without ``lines``) is one
+    group; every other file is a group of its own.
+    """
+    out: list[tuple[list[Path], Format]] = []
+    start = 0
+    while start < len(paths):
+        fmt = detect_format(paths[start])
+        stop = start + 1
+        if fmt.family == "html" or (fmt.family == "text" and not options.lines):
+            while stop < len(paths) and detect_format(paths[stop]).family == fmt.family:
+                stop += 1
+        out.append((list(paths[start:stop]), fmt))
+        start = stop
+    return out
+
+
+def read_part(paths: list[Path], fmt: Format, options: ReadOptions, problems: Problems) -> Part:
+    """One group of files (see :func:`groups`) as one table, with its rows' provenance."""
     path = paths[0]
     if fmt.family == "jsonl":
         return read_jsonl(path, fmt, text_column=options.text_column, problems=problems)
@@ -236,43 +248,55 @@ def _checked(part: Part, options: ReadOptions) -> Part:
     table = part.table
     if table.num_rows == 0 and table.num_columns == 0:
         return part
-    names = table.column_names
+    if check_columns(table.schema, part.path, options):
+        part.table = text_as_string(table, options.text_column)
+    return part
+
+
+def check_columns(schema: pa.Schema, path: str, options: ReadOptions) -> bool:
+    """Raise unless a table of ``schema`` has the columns the options ask for; True when its
+    text column must be cast to strings (:func:`text_as_string`)."""
+    names = schema.names
     text = options.text_column
     if text not in names:
         raise MissingColumnError(
             f"no column {text!r} (columns: {_listing(names)}); pass --text-column to choose the text column",
-            path=part.path,
+            path=path,
         )
     if options.id_column is not None and options.id_column not in names:
         raise MissingColumnError(
             f"no column {options.id_column!r} (columns: {_listing(names)}); "
             "pass --id-column to choose the id column",
-            path=part.path,
+            path=path,
         )
     if options.id_column is None and GENERATED_ID in names:
         raise InputError(
             f"the input already has a column {GENERATED_ID!r}; "
             f"pass --id-column {GENERATED_ID} to use it as the id, or rename it",
-            path=part.path,
+            path=path,
         )
     if options.id_column is not None:
-        id_type = table.schema.field(options.id_column).type
+        id_type = schema.field(options.id_column).type
         if pa.types.is_nested(id_type):
             raise InputError(
                 f"column {options.id_column!r} holds {id_type}, which cannot serve as an id",
-                path=part.path,
+                path=path,
             )
-    dtype = table.schema.field(text).type
-    if not is_text_type(dtype):
-        value_type = dtype.value_type if pa.types.is_dictionary(dtype) else dtype
-        if not (pa.types.is_null(dtype) or pa.types.is_string_view(value_type) or is_text_type(value_type)):
-            raise InputError(
-                f"column {text!r} holds {dtype}, not text; pass --text-column to choose the text column",
-                path=part.path,
-            )
-        position = names.index(text)
-        part.table = table.set_column(position, text, table.column(text).cast(pa.string()))
-    return part
+    dtype = schema.field(text).type
+    if is_text_type(dtype):
+        return False
+    value_type = dtype.value_type if pa.types.is_dictionary(dtype) else dtype
+    if not (pa.types.is_null(dtype) or pa.types.is_string_view(value_type) or is_text_type(value_type)):
+        raise InputError(
+            f"column {text!r} holds {dtype}, not text; pass --text-column to choose the text column",
+            path=path,
+        )
+    return True
+
+
+def text_as_string(table: pa.Table, text: str) -> pa.Table:
+    """``table`` with its text column cast to strings."""
+    return table.set_column(table.column_names.index(text), text, table.column(text).cast(pa.string()))
 
 
 def _combine(tables: list[pa.Table]) -> pa.Table:
@@ -335,7 +359,17 @@ def _common_type(found: list[pa.DataType]) -> pa.DataType:
 
 def _unique_ids(table: pa.Table, id_column: str, parts: list[Part], problems: Problems) -> pa.Table:
     """Report empty and repeated ids (the first occurrence stays); drop them when skipping."""
-    ids = table.column(id_column).combine_chunks()
+    bad = bad_ids(table.column(id_column).combine_chunks(), id_column, parts, problems)
+    if bad.size == 0:
+        return table
+    keep = np.ones(table.num_rows, dtype=bool)
+    keep[bad] = False
+    return table.filter(pa.array(keep))
+
+
+def bad_ids(ids: pa.Array, id_column: str, parts: Sequence[Part], problems: Problems) -> np.ndarray:
+    """Positions of the empty and repeated ids (not their first occurrence), each reported to
+    ``problems`` with its file and line; ``parts`` hold the rows of ``ids`` in order."""
     codes = pc.fill_null(pc.dictionary_encode(ids).indices, -1).to_numpy(zero_copy_only=False)
     _, first_index = np.unique(codes, return_index=True)
     first_of = np.full(int(codes.max(initial=-1)) + 2, -1, dtype=np.int64)
@@ -343,7 +377,7 @@ def _unique_ids(table: pa.Table, id_column: str, parts: list[Part], problems: Pr
     rows = np.arange(codes.size)
     bad = np.flatnonzero((codes < 0) | (first_of[codes + 1] != rows))
     if bad.size == 0:
-        return table
+        return bad
     starts = np.cumsum([0] + [part.table.num_rows for part in parts]).tolist()
 
     def locate(row: int) -> tuple[str, int | None, int | None]:
@@ -362,6 +396,4 @@ def _unique_ids(table: pa.Table, id_column: str, parts: list[Part], problems: Pr
                 at = seen
             reason = f"duplicate id {ids[row].as_py()!r} (first seen at {at})"
         problems.add(InputError(reason, path=path, line=line, record=record))
-    keep = np.ones(codes.size, dtype=bool)
-    keep[bad] = False
-    return table.filter(pa.array(keep))
+    return bad

@@ -6,9 +6,11 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import IO, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -62,18 +64,87 @@ def _flat(table: pa.Table) -> pa.Table:
 
 def _write_jsonl(table: pa.Table, path: Path) -> None:
     """One JSON object per line, assembled by Arrow kernels batch by batch."""
-    keys = [json.dumps(name, ensure_ascii=False) + ": " for name in table.column_names]
     with open(path, "wb") as fh:
-        for batch in table.to_batches(max_chunksize=_BATCH_ROWS):
-            if not batch.num_columns:
-                fh.write(b"{}\n" * batch.num_rows)
-                continue
-            parts: list[pa.Array | pa.Scalar] = []
-            for i, key in enumerate(keys):
-                parts.append(text(("{" if i == 0 else ", ") + key))
-                parts.append(pc.fill_null(json_values(batch.column(i)), text("null")))
-            parts.append(text("}\n"))
-            fh.write(string_data(pc.binary_join_element_wise(*parts, text(""))))
+        _append_jsonl(fh, table)
+
+
+def _append_jsonl(fh: IO[bytes], table: pa.Table) -> None:
+    keys = [json.dumps(name, ensure_ascii=False) + ": " for name in table.column_names]
+    for batch in table.to_batches(max_chunksize=_BATCH_ROWS):
+        if not batch.num_columns:
+            fh.write(b"{}\n" * batch.num_rows)
+            continue
+        parts: list[pa.Array | pa.Scalar] = []
+        for i, key in enumerate(keys):
+            parts.append(text(("{" if i == 0 else ", ") + key))
+            parts.append(pc.fill_null(json_values(batch.column(i)), text("null")))
+        parts.append(text("}\n"))
+        fh.write(string_data(pc.binary_join_element_wise(*parts, text(""))))
+
+
+class TableWriter:
+    """One table written a piece at a time, as :func:`write_table` writes it whole.
+
+    Every piece must have the same schema. The file holds the same rows and
+    values as ``write_table`` would give the concatenated pieces; a table of no
+    pieces is written from ``schema`` (a CSV header, an empty Parquet file).
+
+    >>> import io, pyarrow as pa, tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "t.csv"
+    >>> with TableWriter(path, "csv", pa.schema([("a", pa.int64())])) as w:
+    ...     w.write(pa.table({"a": [1]})); w.write(pa.table({"a": [2]}))
+    >>> path.read_text().splitlines()
+    ['"a"', '1', '2']
+    """
+
+    def __init__(self, path: Path, fmt: str, schema: pa.Schema) -> None:
+        if fmt not in OUTPUT_FORMATS:
+            raise ConfigError(f"unknown output format {fmt!r} (choose from {', '.join(OUTPUT_FORMATS)})")
+        self.path = path
+        self.fmt = fmt
+        self.rows = 0
+        self._writer: Any = None
+        self._fh: IO[bytes] | None = None
+        with self._errors():
+            if fmt == "csv":
+                self._writer = pcsv.CSVWriter(str(path), _flat(schema.empty_table()).schema)
+            elif fmt == "parquet":
+                self._writer = pq.ParquetWriter(str(path), schema)
+            else:
+                self._fh = open(path, "wb")  # noqa: SIM115 (closed in close())
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except OSError as exc:
+            raise OutputError(f"{self.path}: cannot write: {exc.strerror or exc}") from exc
+
+    def write(self, table: pa.Table) -> None:
+        """Append the rows of ``table``."""
+        with self._errors():
+            if self.fmt == "csv":
+                self._writer.write_table(_flat(table))
+            elif self.fmt == "parquet":
+                self._writer.write_table(table)
+            elif self._fh is not None:
+                _append_jsonl(self._fh, table)
+        self.rows += table.num_rows
+
+    def close(self) -> None:
+        with self._errors():
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
+
+    def __enter__(self) -> TableWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class OutputDir:
@@ -99,6 +170,7 @@ class OutputDir:
         self._tables: dict[str, str] = {}
         self._files: list[str] = []
         self._markers: list[str] = []
+        self._writers: list[TableWriter] = []
 
     @property
     def staging(self) -> Path:
@@ -127,6 +199,13 @@ class OutputDir:
         tb: TracebackType | None,
     ) -> None:
         try:
+            writers, self._writers = self._writers, []
+            for writer in writers:
+                try:
+                    writer.close()
+                except OutputError:
+                    if exc_type is None:
+                        raise
             if exc_type is None:
                 self._commit()
         finally:
@@ -143,6 +222,15 @@ class OutputDir:
         self._tables[name] = fmt
         self._add(self._files, filename)
         return self.path / filename
+
+    def open_table(self, name: str, fmt: str, schema: pa.Schema) -> TableWriter:
+        """A :class:`TableWriter` for ``<name>.<fmt>``, to append to; closed when the block ends."""
+        filename = f"{name}.{fmt}"
+        writer = TableWriter(self._target(filename), fmt, schema)
+        self._writers.append(writer)
+        self._tables[name] = fmt
+        self._add(self._files, filename)
+        return writer
 
     def write_json(self, filename: str, data: Any) -> Path:
         """Write ``data`` as indented JSON; it is moved in last, when everything else is in place."""
