@@ -23,12 +23,25 @@ from rich.table import Table
 from neardup import __version__
 from neardup.config import KEEP_POLICIES, DedupConfig, KeepPolicy, ShingleMode
 from neardup.core.params import lsh_shape, s_curve
+from neardup.engines.plan import MIN_MEMORY_LIMIT, default_memory_limit
+from neardup.engines.streaming import WORK_DIR_NAME, StreamingRun, fits_in_memory, in_memory_estimate
 from neardup.errors import ConfigError, InputError, OutputError, StorageError
 from neardup.incremental import AgainstResult, add_kept, dedup_against
 from neardup.index import IndexSettings, LSHIndex, Storage, open_storage
-from neardup.io import OUTPUT_FORMATS, Corpus, OutputDir, ReadOptions, default_output_format, read_corpus
+from neardup.io import (
+    OUTPUT_FORMATS,
+    Corpus,
+    OutputDir,
+    ReadOptions,
+    default_output_format,
+    expand_inputs,
+    read_corpus,
+)
+from neardup.io.stream import CorpusStream
 from neardup.outputs import against_tables, build_tables
+from neardup.pipeline import STAGES as PIPELINE_STAGES
 from neardup.pipeline import arrow_to_batch, find_duplicates
+from neardup.sizes import format_size, parse_size
 
 EXIT_INPUT = 1
 EXIT_USAGE = 2
@@ -201,6 +214,27 @@ def _settings_options(f: Any) -> Any:
     help="With --against: add the kept rows to the index (keys: --id-column values), creating "
     "the index if it does not exist.",
 )
+@click.option(
+    "--memory-limit",
+    metavar="SIZE",
+    default=None,
+    help="Memory to stay within (6GB, 512MiB, 800M or bytes); inputs estimated larger are streamed "
+    "through a work dir.  [default: a quarter of RAM]",
+)
+@click.option(
+    "--work-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    metavar="DIR",
+    default=None,
+    help=f"Directory for a streaming run's spill files; giving it always streams.  "
+    f"[default: OUTPUT_DIR/{WORK_DIR_NAME}]",
+)
+@click.option(
+    "--resume/--no-resume",
+    default=True,
+    show_default=True,
+    help="Streaming: go on from the work of an interrupted run of the same command, or start over.",
+)
 @_quiet
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to standard output.")
 def dedup(
@@ -231,6 +265,9 @@ def dedup(
     workers: int | None,
     against: str | None,
     update_index: bool,
+    memory_limit: str | None,
+    work_dir: Path | None,
+    resume: bool,
     quiet: bool,
     as_json: bool,
 ) -> None:
@@ -249,6 +286,12 @@ def dedup(
     --bands/--rows or normalisation option is refused. With --update-index the
     kept rows are added to the index (after the outputs are written), so the
     same command run again drops every row.
+
+    Inputs estimated too large for --memory-limit (or any run given --work-dir)
+    are streamed: read a batch at a time, their signatures, buckets and pairs
+    spilled to the work dir, the outputs written a batch at a time. The results
+    are the same. An interrupted streaming run resumes when the same command is
+    run again; the work dir is removed when the run succeeds.
     """
     if demo and inputs:
         _fail("give either INPUT files or --demo, not both", EXIT_USAGE)
@@ -283,9 +326,25 @@ def dedup(
         options = ReadOptions(text_column=text_column, id_column=id_column, lines=lines, on_error=on_error)
     except ConfigError as exc:
         _fail(str(exc), EXIT_USAGE)
+    limit = _memory_limit(memory_limit)
     if workers is not None:
         _set_workers(workers)
 
+    streaming = _streaming(inputs, demo=demo, work_dir=work_dir, memory_limit=limit, against=against)
+    if streaming:
+        _dedup_streaming(
+            inputs,
+            options=options,
+            config=config,
+            output_dir=output_dir,
+            output_format=output_format,
+            work_dir=work_dir or output_dir / WORK_DIR_NAME,
+            memory_limit=limit,
+            resume=resume,
+            quiet=quiet,
+            as_json=as_json,
+        )
+        return
     index: LSHIndex | None = None
     if against is not None:
         index = _open_index(against, create=update_index, given=given, run_options=run_options)
@@ -300,12 +359,125 @@ def dedup(
             update_index=update_index,
             output_dir=output_dir,
             output_format=output_format,
+            memory_limit=limit,
             quiet=quiet,
             as_json=as_json,
         )
     finally:
         if index is not None:
             index.close()
+
+
+def _memory_limit(text: str | None) -> int:
+    """The --memory-limit in bytes (the engine's default when not given); bad ones exit 2."""
+    if text is None:
+        return default_memory_limit()
+    try:
+        limit = parse_size(text)
+    except ConfigError as exc:
+        _fail(f"--memory-limit: {exc}", EXIT_USAGE)
+    if limit < MIN_MEMORY_LIMIT:
+        _fail(
+            f"--memory-limit must be at least {format_size(MIN_MEMORY_LIMIT)} ({MIN_MEMORY_LIMIT} bytes), "
+            f"got {text}",
+            EXIT_USAGE,
+        )
+    return limit
+
+
+def _streaming(
+    inputs: tuple[str, ...], *, demo: bool, work_dir: Path | None, memory_limit: int, against: str | None
+) -> bool:
+    """Whether this run streams (it does with --work-dir, or when the inputs look too large)."""
+    if demo:
+        if work_dir is not None:
+            _fail("--work-dir streams files; the --demo sample is read in memory", EXIT_USAGE)
+        return False
+    try:
+        paths = expand_inputs(list(inputs))
+    except InputError as exc:
+        _fail(str(exc), EXIT_INPUT)
+    if work_dir is None and fits_in_memory(paths, memory_limit):
+        return False
+    if against is not None:
+        why = (
+            "--work-dir streams the inputs"
+            if work_dir is not None
+            else f"the inputs (about {format_size(in_memory_estimate(paths))} in memory) exceed "
+            f"--memory-limit {format_size(memory_limit)}"
+        )
+        _fail(
+            f"--against needs the inputs in memory, but {why}; raise --memory-limit "
+            "(or deduplicate the inputs in parts against the index)",
+            EXIT_USAGE,
+        )
+    return True
+
+
+def _dedup_streaming(
+    inputs: tuple[str, ...],
+    *,
+    options: ReadOptions,
+    config: DedupConfig,
+    output_dir: Path,
+    output_format: str | None,
+    work_dir: Path,
+    memory_limit: int,
+    resume: bool,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """The streaming run: scan, engine, outputs a batch at a time, through a work dir."""
+    err = Console(stderr=True, quiet=quiet)
+    t0 = time.perf_counter()
+    if output_dir.exists() and not output_dir.is_dir():
+        _fail(f"{output_dir}: exists and is not a directory", EXIT_INPUT)
+    _print_shape(err, config)
+    try:
+        run = StreamingRun(
+            inputs, options, config, work_dir=work_dir, memory_limit=memory_limit, resume=resume
+        )
+    except ConfigError as exc:
+        _fail(str(exc), EXIT_USAGE)
+    try:
+        with run:
+            with _progress(err) as on_progress:
+                stream = run.read(on_progress)
+            _report_skipped(stream)
+            with _progress(err) as on_progress:
+                result = run.dedup(on_progress)
+                fmt = output_format or default_output_format(stream.family)
+                figures = result.summary()
+                figures["engine"].update(
+                    stages_run=["read", *result.ran], stages_resumed=run.stages_resumed()
+                )
+                summary = _summary(stream, figures, output_dir, fmt, run.seconds["read"])
+                with OutputDir(output_dir) as target:
+                    run.write(target, fmt, on_progress)
+                    summary["seconds"]["write"] = round(run.seconds["write"], 4)
+                    summary["seconds"]["total"] = round(time.perf_counter() - t0, 4)
+                    target.write_json("summary.json", summary)
+            run.remove_work_dir()
+    except KeyboardInterrupt:
+        _fail_streaming(run, "interrupted", 130)
+    except ConfigError as exc:
+        _fail_streaming(run, str(exc), EXIT_USAGE)
+    except (InputError, OutputError, OSError) as exc:
+        _fail_streaming(run, str(exc), EXIT_INPUT)
+    if as_json:
+        click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
+    else:
+        _print_summary(Console(quiet=quiet), summary)
+
+
+def _fail_streaming(run: StreamingRun, message: str, code: int) -> NoReturn:
+    click.echo(f"neardup: error: {message}", err=True)
+    if run.owned and run.work_dir.exists():
+        click.echo(
+            f"neardup: the work so far is kept in {run.work_dir}; run the same command again to resume",
+            err=True,
+        )
+    sys.exit(code)
 
 
 def _dedup(
@@ -318,6 +490,7 @@ def _dedup(
     update_index: bool,
     output_dir: Path,
     output_format: str | None,
+    memory_limit: int,
     quiet: bool,
     as_json: bool,
 ) -> None:
@@ -350,6 +523,13 @@ def _dedup(
             figures = against.summary()
             t_write = time.perf_counter()
             tables = against_tables(corpus.table, corpus.id_column, against)
+        figures["engine"] = {
+            "mode": "in-memory",
+            "work_dir": None,
+            "memory_limit": memory_limit,
+            "stages_run": [stage for stage in PIPELINE_STAGES if stage in figures["seconds"]],
+            "stages_resumed": [],
+        }
         summary = _summary(corpus, figures, output_dir, fmt, read_seconds)
         try:
             with OutputDir(output_dir) as target:
@@ -384,7 +564,7 @@ def _print_shape(console: Console, config: DedupConfig) -> None:
     )
 
 
-def _report_skipped(corpus: Corpus) -> None:
+def _report_skipped(corpus: Corpus | CorpusStream) -> None:
     for problem in corpus.skipped[:_MAX_SKIP_LINES]:
         click.echo(f"neardup: skipped: {problem}", err=True)
     if len(corpus.skipped) > _MAX_SKIP_LINES:
@@ -417,7 +597,7 @@ def _load(inputs: tuple[str, ...], demo: bool, options: ReadOptions) -> Corpus:
 
 
 def _summary(
-    corpus: Corpus, figures: dict[str, Any], output_dir: Path, fmt: str, read_seconds: float
+    corpus: Corpus | CorpusStream, figures: dict[str, Any], output_dir: Path, fmt: str, read_seconds: float
 ) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "neardup_version": __version__,
@@ -437,9 +617,12 @@ def _summary(
 @contextmanager
 def _progress(console: Console) -> Iterator[Any]:
     labels = {
+        "read": "Reading inputs",
         "signatures": "MinHash signatures",
         "buckets": "LSH buckets",
+        "candidates": "Buckets and pairs",
         "pairs": "Candidate pairs",
+        "shingles": "Shingle sets",
         "verify": "Exact verification",
         "clusters": "Clusters",
         "write": "Writing outputs",
@@ -484,6 +667,13 @@ def _print_summary(console: Console, s: dict[str, Any]) -> None:
         ("Seconds", f"{s['seconds']['total']:.2f}"),
         ("Output", f"{s['output_dir']} ({s['output_format']})"),
     ]
+    engine = s.get("engine")
+    if engine is not None:
+        mode = "streaming" if engine["mode"] == "streaming" else "in memory"
+        rows.insert(-2, ("Mode", f"{mode} (memory limit {format_size(engine['memory_limit'])})"))
+        if engine["mode"] == "streaming":
+            rows.insert(-2, ("Stages resumed", ", ".join(engine["stages_resumed"]) or "none"))
+            rows.append(("Work dir", f"{engine['work_dir']} (removed)"))
     if "index" in s:
         ix = s["index"]
         rows.insert(
