@@ -38,7 +38,7 @@ from neardup.io import (
     read_corpus,
 )
 from neardup.io.stream import CorpusStream
-from neardup.outputs import against_tables, build_tables
+from neardup.outputs import against_tables, write_outputs
 from neardup.pipeline import STAGES as PIPELINE_STAGES
 from neardup.pipeline import arrow_to_batch, find_duplicates
 from neardup.sizes import format_size, parse_size
@@ -47,6 +47,8 @@ EXIT_INPUT = 1
 EXIT_USAGE = 2
 _MAX_SKIP_LINES = 20
 _D = DedupConfig()  # the defaults shown in --help
+_WRITE_ROWS = 16_384  # input rows per piece of annotated / deduped / duplicates
+_WRITE_ITEMS = 1 << 20  # ids per slice of clusters / candidate_pairs / lsh_buckets
 
 
 def _fail(message: str, code: int) -> NoReturn:
@@ -505,6 +507,7 @@ def _dedup(
     _report_skipped(corpus)
 
     fmt = output_format or default_output_format(corpus.family)
+    _combine_text(corpus)
     batch = arrow_to_batch(corpus.table.column(corpus.text_column))
     with _progress(err) as on_progress:
         against: AgainstResult | None = None
@@ -512,7 +515,6 @@ def _dedup(
             result = find_duplicates(batch, config, progress=on_progress)
             figures = result.summary()
             t_write = time.perf_counter()
-            tables = build_tables(corpus.table, corpus.id_column, result)
         else:
             try:
                 against = dedup_against(batch, index, config, progress=on_progress)
@@ -522,7 +524,6 @@ def _dedup(
                 _fail(str(exc), EXIT_INPUT)
             figures = against.summary()
             t_write = time.perf_counter()
-            tables = against_tables(corpus.table, corpus.id_column, against)
         figures["engine"] = {
             "mode": "in-memory",
             "work_dir": None,
@@ -533,10 +534,24 @@ def _dedup(
         summary = _summary(corpus, figures, output_dir, fmt, read_seconds)
         try:
             with OutputDir(output_dir) as target:
-                for done, (name, table) in enumerate(tables.items()):
-                    on_progress("write", done, len(tables))
-                    target.write(name, table, fmt)
-                on_progress("write", len(tables), len(tables))
+                if against is None:  # a slice at a time: no whole output table is held
+                    rows = corpus.table.num_rows
+                    write_outputs(
+                        target,
+                        fmt,
+                        inputs=(corpus.table.slice(lo, _WRITE_ROWS) for lo in range(0, rows, _WRITE_ROWS)),
+                        schema=corpus.table.schema,
+                        ids=corpus.table.column(corpus.id_column).combine_chunks(),
+                        result=result,
+                        max_items=_WRITE_ITEMS,
+                        progress=on_progress,
+                    )
+                else:
+                    tables = against_tables(corpus.table, corpus.id_column, against)
+                    for done, (name, table) in enumerate(tables.items()):
+                        on_progress("write", done, len(tables))
+                        target.write(name, table, fmt)
+                    on_progress("write", len(tables), len(tables))
                 if index is not None and against is not None and update_index:
                     keys = _keys(corpus)
                     summary["index"]["added"] = add_kept(index, batch, against, keys)
@@ -549,6 +564,16 @@ def _dedup(
         click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
     else:
         _print_summary(Console(quiet=quiet), summary)
+
+
+def _combine_text(corpus: Corpus) -> None:
+    """Make the text column one chunk inside the table, so the text is held once, not twice."""
+    text = corpus.table.column(corpus.text_column)
+    if text.num_chunks > 1:
+        at = corpus.table.schema.get_field_index(corpus.text_column)
+        corpus.table = corpus.table.set_column(at, corpus.text_column, text.combine_chunks())
+    del text
+    pa.default_memory_pool().release_unused()  # the readers' and the old chunks' memory
 
 
 def _print_shape(console: Console, config: DedupConfig) -> None:

@@ -14,7 +14,7 @@ persistent index (ids become strings and ``matched_index`` marks what the index 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,7 +22,8 @@ import pyarrow as pa
 
 from neardup.core.clusters import Clusters
 from neardup.core.lsh import Buckets
-from neardup.pipeline import DedupResult, Pairs
+from neardup.io.writers import OutputDir
+from neardup.pipeline import DedupResult, Pairs, Progress
 
 if TYPE_CHECKING:  # incremental imports this module
     from neardup.incremental import AgainstResult
@@ -304,3 +305,45 @@ def bucket_tables(ids: pa.Array, buckets: Buckets, *, max_items: int) -> Iterato
         members = np.asarray(buckets.members[a:b])
         part = Buckets(band=buckets.band[lo:hi], key=buckets.key[lo:hi], offsets=rebased, members=members)
         yield bucket_table(part, _id_lists(ids, rebased, members))
+
+
+def write_outputs(
+    target: OutputDir,
+    fmt: str,
+    *,
+    inputs: Iterable[pa.Table],
+    schema: pa.Schema,
+    ids: pa.Array,
+    result: DedupResult,
+    max_items: int,
+    progress: Progress | None = None,
+) -> None:
+    """Write the six tables of :func:`build_tables` into ``target``, a slice at a time.
+
+    ``inputs`` are the input rows in order (``schema`` is theirs), ``ids`` every row's id;
+    ``annotated``, ``deduped`` and ``duplicates`` are written a piece per input table,
+    the others in slices of about ``max_items`` values, so no whole output table is held.
+    """
+    report = progress or (lambda stage, done, total: None)
+    clusters = result.clusters
+    rows = clusters.cluster.size
+    empty = annotate(schema.empty_table(), ids, clusters, 0)
+    writers = {name: target.open_table(name, fmt, table.schema) for name, table in empty.items()}
+    start = 0
+    report("write", 0, rows)
+    for table in inputs:
+        for name, piece in annotate(table, ids, clusters, start).items():
+            writers[name].write(piece)
+        start += table.num_rows
+        report("write", start, rows)
+        pa.default_memory_pool().release_unused()
+    for name, pieces in (
+        ("clusters", cluster_tables(ids, clusters, max_items=max_items)),
+        ("candidate_pairs", pair_tables(ids, result.pairs, max_items=max_items)),
+        ("lsh_buckets", bucket_tables(ids, result.buckets, max_items=max_items)),
+    ):
+        first = next(pieces)
+        writer = target.open_table(name, fmt, first.schema)
+        writer.write(first)
+        for piece in pieces:
+            writer.write(piece)

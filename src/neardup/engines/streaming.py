@@ -29,8 +29,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import pyarrow as pa
-
 from neardup.config import DedupConfig
 from neardup.engines import manifest
 from neardup.engines.external import ExternalResult, dedup_external
@@ -41,7 +39,7 @@ from neardup.errors import ConfigError, InputError
 from neardup.io import OutputDir, ReadOptions, expand_inputs
 from neardup.io.inputs import detect_format
 from neardup.io.stream import CorpusStream, file_stamps, read_options_facts, scan
-from neardup.outputs import annotate, bucket_tables, cluster_tables, pair_tables
+from neardup.outputs import write_outputs
 from neardup.pipeline import Progress
 
 WORK_DIR_NAME = ".neardup-work"
@@ -189,30 +187,16 @@ class StreamingRun:
         if result is None:
             raise RuntimeError("call dedup() before write()")
         t0 = time.perf_counter()
-        report = progress or (lambda stage, done, total: None)
-        ids = stream.ids()
-        clusters = result.clusters
-        empty = annotate(stream.schema.empty_table(), ids, clusters, 0)
-        writers = {name: target.open_table(name, fmt, table.schema) for name, table in empty.items()}
-        start = 0
-        report("write", 0, stream.rows)
-        for table in stream.tables():
-            for name, piece in annotate(table, ids, clusters, start).items():
-                writers[name].write(piece)
-            start += table.num_rows
-            report("write", start, stream.rows)
-            pa.default_memory_pool().release_unused()
-        items = max(1024, self.memory_limit // 256)
-        for name, pieces in (
-            ("clusters", cluster_tables(ids, clusters, max_items=items)),
-            ("candidate_pairs", pair_tables(ids, result.pairs, max_items=items)),
-            ("lsh_buckets", bucket_tables(ids, result.buckets, max_items=items)),
-        ):
-            first = next(pieces)
-            writer = target.open_table(name, fmt, first.schema)
-            writer.write(first)
-            for piece in pieces:
-                writer.write(piece)
+        write_outputs(
+            target,
+            fmt,
+            inputs=stream.tables(),
+            schema=stream.schema,
+            ids=stream.ids(),
+            result=result,
+            max_items=max(1024, self.memory_limit // 256),
+            progress=progress,
+        )
         self.seconds["write"] = time.perf_counter() - t0
 
     def _stream(self) -> CorpusStream:
