@@ -223,8 +223,11 @@ def char_lengths(batch: TextBatch) -> np.ndarray:
 
 def arrow_to_batch(column: pa.Array | pa.ChunkedArray) -> TextBatch:
     """A string column as a :class:`TextBatch`, without copying text per row."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks() if column.num_chunks else pa.array([], pa.large_string())
+    if isinstance(column, pa.ChunkedArray):  # combine_chunks copies even a single chunk
+        if column.num_chunks == 1:
+            column = column.chunk(0)
+        else:
+            column = column.combine_chunks() if column.num_chunks else pa.array([], pa.large_string())
     arr = pc.fill_null(column.cast(pa.large_string()), "")
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
