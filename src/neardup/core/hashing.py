@@ -3,12 +3,21 @@
 Everything that neardup hashes goes through XXH64 (the public xxHash 64-bit
 algorithm, bit-identical to ``xxhash.xxh64_intdigest``) or SplitMix64, so a
 signature is the same on every machine, Python version and run.
+
+XXH64 comes in two forms: over a byte range (``xxh64_bytes``, ``xxh64_lanes``)
+and streaming (``xxh64_short``, ``xxh64_stream_lane``, ``xxh64_stream_digest``),
+so that the tokeniser can hash a token's normalised bytes as it produces them,
+without writing them out.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
+
+from neardup.core.jit import helper, kernel
 
 U64 = np.uint64
 _P1 = U64(11400714785074694791)
@@ -21,25 +30,25 @@ _SM_M1 = U64(0xBF58476D1CE4E5B9)
 _SM_M2 = U64(0x94D049BB133111EB)
 
 
-@njit(inline="always", cache=True)
-def _rotl(x: np.uint64, r: int) -> np.uint64:
-    return (x << U64(r)) | (x >> U64(64 - r))
+# The scalar helpers are small plain functions: numba compiles each once (rotation
+# amounts are uint64, never int literals, so there is one specialisation) and LLVM
+# inlines them wherever they are used.
+@helper
+def _rotl(x: np.uint64, r: np.uint64) -> np.uint64:
+    return (x << r) | (x >> (U64(64) - r))
 
 
-@njit(inline="always", cache=True)
+@helper
 def _round(acc: np.uint64, lane: np.uint64) -> np.uint64:
-    acc = acc + lane * _P2
-    acc = _rotl(acc, 31)
-    return acc * _P1
+    return _rotl(acc + lane * _P2, U64(31)) * _P1
 
 
-@njit(inline="always", cache=True)
+@helper
 def _merge(acc: np.uint64, val: np.uint64) -> np.uint64:
-    acc = acc ^ _round(U64(0), val)
-    return acc * _P1 + _P4
+    return (acc ^ _round(U64(0), val)) * _P1 + _P4
 
 
-@njit(inline="always", cache=True)
+@helper
 def _avalanche(h: np.uint64) -> np.uint64:
     h = h ^ (h >> U64(33))
     h = h * _P2
@@ -48,7 +57,7 @@ def _avalanche(h: np.uint64) -> np.uint64:
     return h ^ (h >> U64(32))
 
 
-@njit(inline="always", cache=True)
+@helper
 def _read64(data: np.ndarray, p: int) -> np.uint64:
     v = U64(0)
     for k in range(8):
@@ -56,7 +65,7 @@ def _read64(data: np.ndarray, p: int) -> np.uint64:
     return v
 
 
-@njit(inline="always", cache=True)
+@helper
 def _read32(data: np.ndarray, p: int) -> np.uint64:
     v = U64(0)
     for k in range(4):
@@ -64,7 +73,7 @@ def _read32(data: np.ndarray, p: int) -> np.uint64:
     return v
 
 
-@njit(cache=True)
+@kernel
 def xxh64_bytes(data: np.ndarray, start: int, length: int, seed: np.uint64) -> np.uint64:
     """XXH64 of ``data[start:start + length]`` (a uint8 array)."""
     seed = U64(seed)  # a plain int seed would otherwise mix int64 into uint64 arithmetic
@@ -82,7 +91,7 @@ def xxh64_bytes(data: np.ndarray, start: int, length: int, seed: np.uint64) -> n
             v3 = _round(v3, _read64(data, p + 16))
             v4 = _round(v4, _read64(data, p + 24))
             p += 32
-        h = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
+        h = _rotl(v1, U64(1)) + _rotl(v2, U64(7)) + _rotl(v3, U64(12)) + _rotl(v4, U64(18))
         h = _merge(h, v1)
         h = _merge(h, v2)
         h = _merge(h, v3)
@@ -92,20 +101,20 @@ def xxh64_bytes(data: np.ndarray, start: int, length: int, seed: np.uint64) -> n
     h = h + U64(length)
     while p + 8 <= end:
         h = h ^ _round(U64(0), _read64(data, p))
-        h = _rotl(h, 27) * _P1 + _P4
+        h = _rotl(h, U64(27)) * _P1 + _P4
         p += 8
     if p + 4 <= end:
         h = h ^ (_read32(data, p) * _P1)
-        h = _rotl(h, 23) * _P2 + _P3
+        h = _rotl(h, U64(23)) * _P2 + _P3
         p += 4
     while p < end:
         h = h ^ (U64(data[p]) * _P5)
-        h = _rotl(h, 11) * _P1
+        h = _rotl(h, U64(11)) * _P1
         p += 1
     return _avalanche(h)
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def xxh64_lanes(lanes: np.ndarray, start: int, count: int) -> np.uint64:
     """XXH64 (seed 0) of ``count`` uint64 values taken as little-endian bytes.
 
@@ -125,7 +134,7 @@ def xxh64_lanes(lanes: np.ndarray, start: int, count: int) -> np.uint64:
             v3 = _round(v3, lanes[p + 2])
             v4 = _round(v4, lanes[p + 3])
             p += 4
-        h = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
+        h = _rotl(v1, U64(1)) + _rotl(v2, U64(7)) + _rotl(v3, U64(12)) + _rotl(v4, U64(18))
         h = _merge(h, v1)
         h = _merge(h, v2)
         h = _merge(h, v3)
@@ -135,9 +144,179 @@ def xxh64_lanes(lanes: np.ndarray, start: int, count: int) -> np.uint64:
     h = h + U64(8 * count)
     while p < end:
         h = h ^ _round(U64(0), lanes[p])
-        h = _rotl(h, 27) * _P1 + _P4
+        h = _rotl(h, U64(27)) * _P1 + _P4
         p += 1
     return _avalanche(h)
+
+
+@helper
+def xxh64_short(tail: np.uint64, length: int) -> np.uint64:
+    """XXH64 (seed 0) of ``length`` <= 8 bytes, held little-endian in ``tail``.
+
+    Every step is computed and the ones past the end are discarded with a
+    select, not skipped with a branch: word lengths vary too much for a
+    branch predictor, and the multiplications are cheaper than the misses.
+    """
+    h = _P5 + U64(length)
+    lane = _rotl(h ^ _round(U64(0), tail), U64(27)) * _P1 + _P4
+    four = length >= 4
+    h4 = _rotl(h ^ ((tail & U64(0xFFFFFFFF)) * _P1), U64(23)) * _P2 + _P3
+    h = h4 if four else h
+    rest = tail >> U64(32) if four else tail
+    r = length - 4 if four else length
+    h1 = _rotl(h ^ ((rest & U64(0xFF)) * _P5), U64(11)) * _P1
+    h = h1 if r >= 1 else h
+    h2 = _rotl(h ^ (((rest >> U64(8)) & U64(0xFF)) * _P5), U64(11)) * _P1
+    h = h2 if r >= 2 else h
+    h3 = _rotl(h ^ (((rest >> U64(16)) & U64(0xFF)) * _P5), U64(11)) * _P1
+    h = h3 if r >= 3 else h
+    return _avalanche(lane if length == 8 else h)
+
+
+@helper
+def xxh64_stream_lane(state: np.ndarray, lane: np.uint64, length: int) -> None:
+    """Feed the next 8-byte lane of a stream into a streaming XXH64 (seed 0).
+
+    ``state`` is uint64[8]: the accumulators v1..v4, up to three buffered lanes
+    and their count. ``length`` is the stream's length so far, this lane
+    included; the first lane (``length == 8``) starts the state afresh, so a
+    state needs no reset between streams.
+    """
+    lanes = 0 if length == 8 else np.int64(state[7])
+    if lanes == 3:
+        if length == 32:  # the first stripe: the accumulators start
+            state[0] = _P1 + _P2
+            state[1] = _P2
+            state[2] = U64(0)
+            state[3] = U64(0) - _P1
+        state[0] = _round(state[0], state[4])
+        state[1] = _round(state[1], state[5])
+        state[2] = _round(state[2], state[6])
+        state[3] = _round(state[3], lane)
+        state[7] = U64(0)
+    else:
+        state[4 + lanes] = lane
+        state[7] = U64(lanes + 1)
+
+
+@helper
+def xxh64_stream_digest(state: np.ndarray, tail: np.uint64, tail_bits: int, length: int) -> np.uint64:
+    """XXH64 (seed 0) of a stream of ``length`` bytes: the lanes fed to ``state`` with
+    ``xxh64_stream_lane``, then ``tail_bits / 8`` bytes (up to a whole lane) in ``tail``."""
+    if tail_bits == 64:
+        xxh64_stream_lane(state, tail, length)
+        tail = U64(0)
+        tail_bits = 0
+    lanes = 0 if length < 8 else np.int64(state[7])
+    if length >= 32:
+        v1, v2, v3, v4 = state[0], state[1], state[2], state[3]
+        h = _rotl(v1, U64(1)) + _rotl(v2, U64(7)) + _rotl(v3, U64(12)) + _rotl(v4, U64(18))
+        h = _merge(h, v1)
+        h = _merge(h, v2)
+        h = _merge(h, v3)
+        h = _merge(h, v4)
+    else:
+        h = _P5
+    h = h + U64(length)
+    for k in range(lanes):
+        h = _rotl(h ^ _round(U64(0), state[4 + k]), U64(27)) * _P1 + _P4
+    nbytes = tail_bits >> 3
+    if nbytes >= 4:
+        h = _rotl(h ^ ((tail & U64(0xFFFFFFFF)) * _P1), U64(23)) * _P2 + _P3
+        tail = tail >> U64(32)
+        nbytes -= 4
+    for _ in range(nbytes):
+        h = _rotl(h ^ ((tail & U64(0xFF)) * _P5), U64(11)) * _P1
+        tail = tail >> U64(8)
+    return _avalanche(h)
+
+
+class Permutations(NamedTuple):
+    """MinHash permutations ``(a, b)`` laid out for ``update_signature``.
+
+    ``m`` is the number of permutations rounded up to a multiple of 8 (the
+    extra ones have ``a = b = 0``, and their signature values are ignored).
+    """
+
+    a_lo: np.ndarray  # uint32[m]: the low 32 bits of each a
+    a_hi: np.ndarray  # uint32[m]: the high 32 bits
+    a_lo_pairs: np.ndarray  # uint64[m / 2]: a_lo again, two to a uint64 (even, odd)
+    b_even: np.ndarray  # uint64[m / 2]: b of the even permutations
+    b_odd: np.ndarray  # uint64[m / 2]: b of the odd ones
+
+
+def pack_permutations(a: np.ndarray, b: np.ndarray) -> Permutations:
+    """The ``Permutations`` of multipliers ``a`` and offsets ``b`` (uint64 each)."""
+    m = -(-a.size // 8) * 8
+    a_pad = np.zeros(m, dtype=np.uint64)
+    b_pad = np.zeros(m, dtype=np.uint64)
+    a_pad[: a.size] = a
+    b_pad[: b.size] = b
+    a_lo = (a_pad & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    a_hi = (a_pad >> np.uint64(32)).astype(np.uint32)
+    return Permutations(
+        a_lo,
+        a_hi,
+        a_lo.view(np.uint64).copy(),
+        np.ascontiguousarray(b_pad[0::2]),
+        np.ascontiguousarray(b_pad[1::2]),
+    )
+
+
+def no_permutations() -> Permutations:
+    """Empty ``Permutations``, for a scan that makes no signatures."""
+    u32 = np.empty(0, dtype=np.uint32)
+    u64 = np.empty(0, dtype=np.uint64)
+    return Permutations(u32, u32, u64, u64, u64)
+
+
+@njit(inline="always", cache=True)
+def update_signature(
+    sig: np.ndarray, shingles: np.ndarray, lo: int, hi: int, perms: Permutations, work: np.ndarray
+) -> None:
+    """Fold ``shingles[lo:hi]`` into the MinHash signature ``sig`` (uint32[m], see
+    ``Permutations``): permutation i keeps the minimum of
+    ``((a_i * x + b_i) mod 2**64) >> 32`` (see :mod:`neardup.core.minhash`).
+
+    With ``x = xh * 2**32 + xl`` and ``a = ah * 2**32 + al``, that value is
+    ``(((al * xl + b) mod 2**64) >> 32) + al * xh + ah * xl``, mod ``2**32``: one
+    32x32->64-bit product and two 32-bit ones instead of a 64-bit product (which
+    AVX2 does not have). The first loop makes the 64-bit parts of two permutations
+    in each uint64 lane, even ones in the low half; the second adds the 32-bit
+    parts and takes the minimums, eight permutations to a vector. Two shingles go
+    through each pass, so the coefficients are loaded half as often. ``work`` is
+    scratch space, uint64[m].
+    """
+    m = perms.a_lo.size
+    half = m // 2
+    a_lo = perms.a_lo
+    a_hi = perms.a_hi
+    pairs = perms.a_lo_pairs
+    b_even = perms.b_even
+    b_odd = perms.b_odd
+    high = work  # the 64-bit parts' high halves of two shingles, two to a uint64
+    high32 = high.view(np.uint32)
+    m32 = U64(0xFFFFFFFF)
+    top = U64(0xFFFFFFFF00000000)
+    for s in range(lo, hi, 2):
+        x = shingles[s]
+        y = shingles[s + 1] if s + 1 < hi else x
+        xl = x & m32
+        yl = y & m32
+        for j in range(half):
+            even = pairs[j] & m32
+            odd = pairs[j] >> U64(32)
+            high[j] = ((even * xl + b_even[j]) >> U64(32)) | ((odd * xl + b_odd[j]) & top)
+            high[half + j] = ((even * yl + b_even[j]) >> U64(32)) | ((odd * yl + b_odd[j]) & top)
+        xl32 = np.uint32(xl)
+        xh32 = np.uint32(x >> U64(32))
+        yl32 = np.uint32(yl)
+        yh32 = np.uint32(y >> U64(32))
+        for i in range(m):
+            u = np.uint32(high32[i] + np.uint32(a_hi[i] * xl32) + np.uint32(a_lo[i] * xh32))
+            v = np.uint32(high32[m + i] + np.uint32(a_hi[i] * yl32) + np.uint32(a_lo[i] * yh32))
+            # min() rather than a branch, so the loop vectorises
+            sig[i] = min(sig[i], min(u, v))
 
 
 def splitmix64_stream(seed: int, count: int) -> np.ndarray:

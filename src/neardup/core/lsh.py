@@ -12,10 +12,13 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from neardup.core.hashing import xxh64_bytes
+from neardup.core.jit import in_ranges, kernel
 from neardup.errors import ConfigError
+
+_SERIAL_BELOW = 64  # fewer signatures than this skip the thread pool
 
 
 class Buckets(NamedTuple):
@@ -34,27 +37,14 @@ class Buckets(NamedTuple):
         return np.diff(self.offsets)
 
 
-@njit(inline="always", cache=True)
-def _band_keys_row(sig_bytes: np.ndarray, out: np.ndarray, d: int, bands: int, width: int) -> None:
-    row = sig_bytes[d]
-    for j in range(bands):
-        out[d, j] = xxh64_bytes(row, j * width, width, np.uint64(0))
-
-
-@njit(parallel=True, cache=True)
-def _band_keys_kernel(sig_bytes: np.ndarray, bands: int, rows: int) -> np.ndarray:
-    out = np.empty((sig_bytes.shape[0], bands), dtype=np.uint64)
-    for d in prange(sig_bytes.shape[0]):
-        _band_keys_row(sig_bytes, out, d, bands, 4 * rows)
-    return out
-
-
-@njit(cache=True)
-def _band_keys_serial(sig_bytes: np.ndarray, bands: int, rows: int) -> np.ndarray:
-    out = np.empty((sig_bytes.shape[0], bands), dtype=np.uint64)
-    for d in range(sig_bytes.shape[0]):
-        _band_keys_row(sig_bytes, out, d, bands, 4 * rows)
-    return out
+@kernel
+def _band_keys_range(sig_bytes: np.ndarray, out: np.ndarray, width: int, lo: int, hi: int) -> None:
+    """Rows ``lo:hi`` of ``out``: band j's key is XXH64 of bytes ``j*width:(j+1)*width``."""
+    seed = np.uint64(0)
+    for d in range(lo, hi):
+        row = sig_bytes[d]
+        for j in range(out.shape[1]):
+            out[d, j] = xxh64_bytes(row, j * width, width, seed)
 
 
 def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
@@ -64,8 +54,10 @@ def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
         raise ConfigError(
             f"signatures have {sigs.shape[1]} values but bands * rows = {bands} * {rows} = {bands * rows}"
         )
-    kernel = _band_keys_serial if sigs.shape[0] < 64 else _band_keys_kernel  # no thread start-up for a few
-    return kernel(sigs.view(np.uint8), bands, rows)
+    sig_bytes = sigs.view(np.uint8)
+    out = np.empty((sigs.shape[0], bands), dtype=np.uint64)
+    in_ranges(lambda lo, hi: _band_keys_range(sig_bytes, out, 4 * rows, lo, hi), sigs.shape[0], _SERIAL_BELOW)
+    return out
 
 
 def build_buckets(keys: np.ndarray, eligible: np.ndarray | None = None) -> Buckets:

@@ -6,22 +6,25 @@ Permutation i maps a 64-bit shingle hash x to
 seed. A signature is the uint32 minimum of each permutation over the
 document's shingles; a document without shingles has every value at
 ``EMPTY_VALUE``.
+
+A document is read once: the tokeniser (``neardup.core.scan``) hashes tokens
+and shingles as it goes and folds every few hundred shingle hashes into the
+signature, so no per-document array is allocated.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, parallel_chunksize, prange
 
 from neardup.config import MinHashConfig, ShingleConfig, TextConfig
-from neardup.core.hashing import splitmix64_stream
-from neardup.core.shingles import doc_shingles
+from neardup.core.hashing import pack_permutations, splitmix64_stream, update_signature
+from neardup.core.jit import in_ranges, kernel
+from neardup.core.scan import EMPTY_VALUE as EMPTY_VALUE
+from neardup.core.scan import SIGNATURES, scan_batch
 from neardup.core.text import TextBatch, _table_args, encode_texts, tokenizer_flags
 from neardup.errors import ConfigError
 
-EMPTY_VALUE = np.uint32(0xFFFFFFFF)
-_PARALLEL_CHUNK = 64
-_SERIAL_BELOW = 64  # batches smaller than this skip the thread pool (single queries)
+_PAIRS_SERIAL_BELOW = 1 << 14  # fewer pairs than this skip the thread pool
 
 
 def permutations(config: MinHashConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -32,81 +35,13 @@ def permutations(config: MinHashConfig) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(a), np.ascontiguousarray(b)
 
 
-@njit(cache=True)
-def _update(sig: np.ndarray, shingles: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
-    k = a.size
-    for x in shingles:
-        for i in range(k):
-            # min() rather than a branch, so the loop vectorises
-            sig[i] = min(sig[i], np.uint32((a[i] * x + b[i]) >> np.uint64(32)))
-
-
-@njit(cache=True)
 def signature_of_hashes(shingles: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The signature of a set of 64-bit shingle hashes."""
-    sig = np.full(a.size, EMPTY_VALUE, dtype=np.uint32)
-    _update(sig, shingles, a, b)
-    return sig
-
-
-@njit(inline="always", cache=True)
-def _sign_doc(
-    d: int,
-    data: np.ndarray,
-    offsets: np.ndarray,
-    entries: np.ndarray,
-    records: np.ndarray,
-    pool: np.ndarray,
-    flags: int,
-    n: int,
-    a: np.ndarray,
-    b: np.ndarray,
-    out: np.ndarray,
-    counts: np.ndarray,
-) -> None:
-    sh = doc_shingles(data, offsets[d], offsets[d + 1], entries, records, pool, flags, n)
-    counts[d] = sh.size
-    row = out[d]
-    row[:] = EMPTY_VALUE
-    _update(row, sh, a, b)
-
-
-@njit(parallel=True, cache=True)
-def signatures_kernel(
-    data: np.ndarray,
-    offsets: np.ndarray,
-    entries: np.ndarray,
-    records: np.ndarray,
-    pool: np.ndarray,
-    flags: int,
-    n: int,
-    a: np.ndarray,
-    b: np.ndarray,
-    out: np.ndarray,
-    counts: np.ndarray,
-) -> None:
-    """Fill ``out[i]`` with the signature and ``counts[i]`` with the shingle count of doc i."""
-    for d in prange(out.shape[0]):
-        _sign_doc(d, data, offsets, entries, records, pool, flags, n, a, b, out, counts)
-
-
-@njit(cache=True)
-def signatures_serial(
-    data: np.ndarray,
-    offsets: np.ndarray,
-    entries: np.ndarray,
-    records: np.ndarray,
-    pool: np.ndarray,
-    flags: int,
-    n: int,
-    a: np.ndarray,
-    b: np.ndarray,
-    out: np.ndarray,
-    counts: np.ndarray,
-) -> None:
-    """``signatures_kernel`` on one thread: no thread start-up cost for a few documents."""
-    for d in range(out.shape[0]):
-        _sign_doc(d, data, offsets, entries, records, pool, flags, n, a, b, out, counts)
+    xs = np.ascontiguousarray(shingles, dtype=np.uint64)
+    perms = pack_permutations(a, b)
+    sig = np.full(perms.a_lo.size, EMPTY_VALUE, dtype=np.uint32)
+    update_signature(sig, xs, 0, xs.size, perms, np.empty(perms.a_lo.size, dtype=np.uint64))
+    return sig[: a.size].copy()
 
 
 class MinHasher:
@@ -122,6 +57,7 @@ class MinHasher:
         self.text = text or TextConfig()
         self.shingle = shingle or ShingleConfig()
         self.a, self.b = permutations(self.minhash)
+        self._perms = pack_permutations(self.a, self.b)
         self._flags = tokenizer_flags(self.text, self.shingle)
 
     def signatures_with_counts(self, batch: TextBatch) -> tuple[np.ndarray, np.ndarray]:
@@ -129,14 +65,21 @@ class MinHasher:
         n_docs = len(batch)
         out = np.empty((n_docs, self.minhash.num_perm), dtype=np.uint32)
         counts = np.empty(n_docs, dtype=np.int64)
-        args = (batch.data, batch.offsets, *_table_args(), self._flags, self.shingle.n, self.a, self.b)
-        if 0 < n_docs < _SERIAL_BELOW:
-            signatures_serial(*args, out, counts)
-        elif n_docs:
-            # small chunks balance the threads under a dynamic-scheduling threading layer (workqueue,
-            # tbb); GNU OpenMP still splits statically (benchmarks/RESULTS.md, thread imbalance)
-            with parallel_chunksize(_PARALLEL_CHUNK):
-                signatures_kernel(*args, out, counts)
+        scan_batch(
+            batch.data,
+            batch.offsets,
+            np.arange(n_docs, dtype=np.int64),
+            _table_args(),
+            self._flags,
+            self.shingle.n,
+            self._perms,
+            mode=SIGNATURES,
+            sigs=out,
+            counts=counts,
+            values=np.empty(0, dtype=np.uint64),
+            bounds=np.zeros(1, dtype=np.int64),
+            lengths=np.empty(0, dtype=np.int64),
+        )
         return out, counts
 
     def signatures(self, texts: TextBatch | list[str]) -> np.ndarray:
@@ -155,12 +98,12 @@ def estimate_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> float:
     return float(np.count_nonzero(sig_a == sig_b)) / float(sig_a.shape[-1])
 
 
-@njit(parallel=True, cache=True)
-def estimate_pairs(sigs: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """Estimated Jaccard of each pair ``(left[k], right[k])`` of rows of ``sigs``."""
-    out = np.empty(left.size, dtype=np.float64)
+@kernel
+def _estimate_range(
+    sigs: np.ndarray, left: np.ndarray, right: np.ndarray, out: np.ndarray, lo: int, hi: int
+) -> None:
     k = sigs.shape[1]
-    for p in prange(left.size):
+    for p in range(lo, hi):
         same = 0
         ra = sigs[left[p]]
         rb = sigs[right[p]]
@@ -168,4 +111,13 @@ def estimate_pairs(sigs: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.
             if ra[i] == rb[i]:
                 same += 1
         out[p] = same / k
+
+
+def estimate_pairs(sigs: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Estimated Jaccard of each pair ``(left[k], right[k])`` of rows of ``sigs``."""
+    sigs = np.ascontiguousarray(sigs, dtype=np.uint32)
+    left = np.ascontiguousarray(left, dtype=np.int64)
+    right = np.ascontiguousarray(right, dtype=np.int64)
+    out = np.empty(left.size, dtype=np.float64)
+    in_ranges(lambda lo, hi: _estimate_range(sigs, left, right, out, lo, hi), left.size, _PAIRS_SERIAL_BELOW)
     return out

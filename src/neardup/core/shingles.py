@@ -3,7 +3,9 @@
 A token's hash is XXH64 (seed 0) of its normalised UTF-8 bytes; a shingle's
 hash is XXH64 of its n tokens' hashes laid out as little-endian uint64s. A
 document with fewer than n tokens (but at least one) has one shingle made of
-all its tokens; an empty document has none. No shingle string is ever built.
+all its tokens; an empty document has none. No shingle string is ever built:
+the tokeniser (``neardup.core.scan``) hashes each token as it reads it and
+makes the shingle hashes from the last n token hashes.
 """
 
 from __future__ import annotations
@@ -11,35 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from numba import njit, prange
 
 from neardup.config import ShingleConfig, TextConfig
-from neardup.core.hashing import xxh64_bytes, xxh64_lanes
-from neardup.core.text import TextBatch, _table_args, encode_texts, tokenize_range, tokenizer_flags
+from neardup.core.hashing import no_permutations
+from neardup.core.scan import SETS, no_sigs, scan_batch, scan_shingles
+from neardup.core.text import TextBatch, _table_args, encode_texts, tokenizer_flags
 
 
-@njit(cache=True)
-def token_hashes(buf: np.ndarray, starts: np.ndarray, ntok: int, blen: int) -> np.ndarray:
-    """XXH64 of every token the tokeniser wrote."""
-    out = np.empty(ntok, dtype=np.uint64)
-    for i in range(ntok):
-        s = starts[i]
-        e = starts[i + 1] if i + 1 < ntok else blen
-        out[i] = xxh64_bytes(buf, s, e - s, np.uint64(0))
-    return out
-
-
-@njit(cache=True)
-def shingle_count(ntok: int, n: int) -> int:
-    """How many shingles a document of ``ntok`` tokens has."""
-    if ntok == 0:
-        return 0
-    if ntok < n:
-        return 1
-    return ntok - n + 1
-
-
-@njit(cache=True)
 def doc_shingles(
     data: np.ndarray,
     start: int,
@@ -50,55 +30,8 @@ def doc_shingles(
     flags: int,
     n: int,
 ) -> np.ndarray:
-    """The shingle hashes of one document, in text order, repeats kept."""
-    buf, starts, ntok, blen = tokenize_range(data, start, end, entries, records, pool, flags)
-    th = token_hashes(buf, starts, ntok, blen)
-    count = shingle_count(ntok, n)
-    out = np.empty(count, dtype=np.uint64)
-    width = n if ntok >= n else ntok
-    for i in range(count):
-        out[i] = xxh64_lanes(th, i, width)
-    return out
-
-
-@njit(parallel=True, cache=True)
-def shingle_sets_kernel(
-    data: np.ndarray,
-    offsets: np.ndarray,
-    docs: np.ndarray,
-    capacity: np.ndarray,
-    entries: np.ndarray,
-    records: np.ndarray,
-    pool: np.ndarray,
-    flags: int,
-    n: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted, unique shingle hashes of the documents ``docs``.
-
-    ``capacity[k]`` bounds the shingle count of ``docs[k]`` (its raw count is
-    exact). Returns ``(values, lengths)``: the set of ``docs[k]`` is
-    ``values[bounds[k]:bounds[k] + lengths[k]]`` with ``bounds`` the running
-    sum of ``capacity``.
-    """
-    m = docs.size
-    bounds = np.zeros(m + 1, dtype=np.int64)
-    for k in range(m):
-        bounds[k + 1] = bounds[k] + capacity[k]
-    values = np.empty(bounds[m], dtype=np.uint64)
-    lengths = np.zeros(m, dtype=np.int64)
-    for k in prange(m):
-        d = docs[k]
-        sh = doc_shingles(data, offsets[d], offsets[d + 1], entries, records, pool, flags, n)
-        sh.sort()
-        w = 0
-        base = bounds[k]
-        limit = min(sh.size, capacity[k])
-        for i in range(limit):
-            if i == 0 or sh[i] != sh[i - 1]:
-                values[base + w] = sh[i]
-                w += 1
-        lengths[k] = w
-    return values, lengths
+    """The shingle hashes of ``data[start:end]``, in text order, repeats kept."""
+    return scan_shingles(data, start, end, (entries, records, pool), flags, n)
 
 
 class ShingleSets:
@@ -133,22 +66,32 @@ def shingle_sets(
     text: TextConfig,
     shingle: ShingleConfig,
 ) -> ShingleSets:
-    """Shingle sets of ``batch`` documents ``docs`` (``raw_counts`` from the signature pass)."""
+    """Shingle sets of ``batch`` documents ``docs``.
+
+    ``raw_counts`` (per document of the batch, from the signature pass) are the
+    documents' shingle counts, repeats included: they size each set's room.
+    """
     docs = np.ascontiguousarray(docs, dtype=np.int64)
-    capacity = np.ascontiguousarray(raw_counts[docs], dtype=np.int64)
-    values, lengths = shingle_sets_kernel(
+    bounds = np.zeros(docs.size + 1, dtype=np.int64)
+    np.cumsum(raw_counts[docs], out=bounds[1:])
+    values = np.empty(int(bounds[-1]), dtype=np.uint64)
+    lengths = np.zeros(docs.size, dtype=np.int64)
+    scan_batch(
         batch.data,
         batch.offsets,
         docs,
-        capacity,
-        *_table_args(),
+        _table_args(),
         tokenizer_flags(text, shingle),
         shingle.n,
+        no_permutations(),
+        mode=SETS,
+        sigs=no_sigs(),
+        counts=np.empty(docs.size, dtype=np.int64),
+        values=values,
+        bounds=bounds,
+        lengths=lengths,
     )
-    starts = np.zeros(docs.size, dtype=np.int64)
-    if docs.size:
-        starts[1:] = np.cumsum(capacity)[:-1]
-    return ShingleSets(docs, starts, lengths, values)
+    return ShingleSets(docs, bounds[:-1], lengths, values)
 
 
 def shingle_hashes(

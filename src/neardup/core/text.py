@@ -1,13 +1,16 @@
-"""Normalisation and tokenisation over UTF-8 bytes, one pass, compiled.
+"""Normalisation and tokenisation over UTF-8 bytes: the rules, and ``tokenize``.
 
-A document goes in as a byte range of a UTF-8 buffer; the tokeniser writes the
-normalised tokens, back to back, into a byte buffer and records where each one
-starts. Word mode makes a token of each run of word characters and one token
-of each letter of an unspaced script (Chinese, Japanese, Thai, ...); char mode
-makes a token of each character, with a single space token between words
-(but none between two letters of unspaced scripts, so re-wrapped Chinese
-text keeps its character n-grams).
-The per-code-point rule lives in :mod:`neardup.core.unicode_table`.
+A document is a byte range of a UTF-8 buffer. Each code point is decoded
+(malformed bytes read as U+FFFD; conjoining Hangul jamo are composed) and
+normalised through the packed table (``_expand``); the per-code-point rule lives
+in :mod:`neardup.core.unicode_table`. Word mode makes a token of each run of
+word characters and one token of each letter of an unspaced script (Chinese,
+Japanese, Thai, ...); char mode makes a token of each character, with a single
+space token between words (but none between two letters of unspaced scripts,
+so re-wrapped Chinese text keeps its character n-grams).
+
+The compiled tokeniser itself is ``neardup.core.scan.scan_part``: it hashes
+tokens as it reads them, and only ``tokenize`` asks it for their bytes.
 """
 
 from __future__ import annotations
@@ -16,20 +19,15 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
 from neardup.config import ShingleConfig, TextConfig
+from neardup.core.jit import helper
 from neardup.core.unicode_table import (
-    DROP,
     HAS_CANON,
     HAS_COMPAT,
     HAS_LOWER,
     MARK_NONSPACING,
-    MARK_SPACING,
-    PUNCT,
     RECORD_SHIFT,
-    SPACE,
-    UNSPACED,
     load_table,
 )
 
@@ -40,6 +38,7 @@ F_STRIP_PUNCT = 8
 F_CHAR_MODE = 16
 
 _EXPANSION_CAP = 128  # longer than any decomposition-then-lower-case chain
+_MAX_N = 64  # the longest shingle (ShingleConfig checks n)
 
 
 class TextBatch(NamedTuple):
@@ -79,12 +78,20 @@ def tokenizer_flags(text: TextConfig, shingle: ShingleConfig | None = None) -> i
     return flags
 
 
-@njit(inline="always", cache=True)
+@helper
 def _decode(data: np.ndarray, p: int, end: int) -> tuple[int, int]:
-    """One code point from UTF-8 at ``p``; malformed bytes decode as U+FFFD."""
+    """One code point from UTF-8 at ``p``, and where the next starts; malformed bytes
+    decode as U+FFFD.
+
+    Conjoining Hangul jamo (L V [T]) are composed into a syllable, and a syllable
+    without a final consonant takes a following T jamo, so Korean typed as jamo (NFD
+    input) reads the same as precomposed Korean.
+    """
     b0 = int(data[p])
+    cp = 0xFFFD
+    q = p + 1
     if b0 < 0x80:
-        return b0, p + 1
+        return b0, q
     if 0xC2 <= b0 <= 0xDF and p + 1 < end:
         b1 = int(data[p + 1])
         if b1 & 0xC0 == 0x80:
@@ -93,64 +100,41 @@ def _decode(data: np.ndarray, p: int, end: int) -> tuple[int, int]:
         b1 = int(data[p + 1])
         b2 = int(data[p + 2])
         if b1 & 0xC0 == 0x80 and b2 & 0xC0 == 0x80:
-            cp = ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F)
-            if cp >= 0x800:
-                return cp, p + 3
+            c3 = ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F)
+            if c3 >= 0x800:
+                cp = c3
+                q = p + 3
     elif 0xF0 <= b0 <= 0xF4 and p + 3 < end:
         b1 = int(data[p + 1])
         b2 = int(data[p + 2])
         b3 = int(data[p + 3])
         if b1 & 0xC0 == 0x80 and b2 & 0xC0 == 0x80 and b3 & 0xC0 == 0x80:
-            cp = ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F)
-            if 0x10000 <= cp <= 0x10FFFF:
-                return cp, p + 4
-    return 0xFFFD, p + 1
-
-
-@njit(inline="always", cache=True)
-def _decode_composed(data: np.ndarray, p: int, end: int) -> tuple[int, int]:
-    """Like ``_decode``, but composes conjoining Hangul jamo (L V [T]) into syllables,
-    so Korean typed as jamo (NFD input) reads the same as precomposed Korean."""
-    cp, q = _decode(data, p, end)
-    if 0x1100 <= cp <= 0x1112 and q < end:
-        v, q2 = _decode(data, q, end)
-        if 0x1161 <= v <= 0x1175:
-            cp = 0xAC00 + ((cp - 0x1100) * 21 + (v - 0x1161)) * 28
-            q = q2
-        else:
-            return cp, q
-    elif not (0xAC00 <= cp <= 0xD7A3 and (cp - 0xAC00) % 28 == 0):
-        return cp, q
-    if q < end:
-        t, q3 = _decode(data, q, end)
-        if 0x11A8 <= t <= 0x11C2:
-            return cp + t - 0x11A7, q3
+            c4 = ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F)
+            if 0x10000 <= c4 <= 0x10FFFF:
+                return c4, p + 4
+    if 0x1100 <= cp <= 0x1112 or (0xAC00 <= cp <= 0xD7A3 and (cp - 0xAC00) % 28 == 0):
+        for _ in range(2):  # a leading consonant takes a vowel, then a syllable a final
+            if q + 2 >= end or data[q] != 0xE1:
+                break
+            b1 = int(data[q + 1])
+            b2 = int(data[q + 2])
+            if b1 & 0xC0 != 0x80 or b2 & 0xC0 != 0x80:
+                break
+            jamo = 0x1000 | ((b1 & 0x3F) << 6) | (b2 & 0x3F)
+            if cp <= 0x1112:
+                if not 0x1161 <= jamo <= 0x1175:
+                    break
+                cp = 0xAC00 + ((cp - 0x1100) * 21 + (jamo - 0x1161)) * 28
+                q += 3
+            else:
+                if 0x11A8 <= jamo <= 0x11C2:
+                    cp += jamo - 0x11A7
+                    q += 3
+                break
     return cp, q
 
 
-@njit(inline="always", cache=True)
-def _encode(cp: int, buf: np.ndarray, pos: int) -> int:
-    """Write ``cp`` as UTF-8 into ``buf`` at ``pos``; returns the new end."""
-    if cp < 0x80:
-        buf[pos] = cp
-        return pos + 1
-    if cp < 0x800:
-        buf[pos] = 0xC0 | (cp >> 6)
-        buf[pos + 1] = 0x80 | (cp & 0x3F)
-        return pos + 2
-    if cp < 0x10000:
-        buf[pos] = 0xE0 | (cp >> 12)
-        buf[pos + 1] = 0x80 | ((cp >> 6) & 0x3F)
-        buf[pos + 2] = 0x80 | (cp & 0x3F)
-        return pos + 3
-    buf[pos] = 0xF0 | (cp >> 18)
-    buf[pos + 1] = 0x80 | ((cp >> 12) & 0x3F)
-    buf[pos + 2] = 0x80 | ((cp >> 6) & 0x3F)
-    buf[pos + 3] = 0x80 | (cp & 0x3F)
-    return pos + 4
-
-
-@njit(inline="always", cache=True)
+@helper
 def _expand(
     cp: int,
     entries: np.ndarray,
@@ -200,99 +184,6 @@ def _expand(
     return count
 
 
-@njit(cache=True)
-def _grow(arr: np.ndarray, need: int) -> np.ndarray:
-    if need <= arr.size:
-        return arr
-    bigger = np.empty(max(need, 2 * arr.size), dtype=arr.dtype)
-    bigger[: arr.size] = arr
-    return bigger
-
-
-@njit(cache=True)
-def tokenize_range(
-    data: np.ndarray,
-    start: int,
-    end: int,
-    entries: np.ndarray,
-    records: np.ndarray,
-    pool: np.ndarray,
-    flags: int,
-) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """Tokenise ``data[start:end]``.
-
-    Returns ``(buf, starts, ntok, blen)``: token i is
-    ``buf[starts[i]:starts[i + 1]]``, the last one ending at ``blen``.
-    """
-    buf = np.empty(max(16, 2 * (end - start) + 8), dtype=np.uint8)
-    starts = np.empty(max(8, (end - start) + 2), dtype=np.int64)
-    exp_cp = np.empty(_EXPANSION_CAP, dtype=np.int64)
-    exp_cls = np.empty(_EXPANSION_CAP, dtype=np.int64)
-    char_mode = flags & F_CHAR_MODE
-    strip_punct = flags & F_STRIP_PUNCT
-    blen = 0
-    ntok = 0
-    in_tok = False
-    tok_unspaced = False
-    pending_space = False
-    last_cls = -1
-    p = start
-    while p < end:
-        cp, p = _decode_composed(data, p, end)
-        count = _expand(cp, entries, records, pool, flags, exp_cp, exp_cls)
-        for k in range(count):
-            c = exp_cp[k]
-            cls = exp_cls[k]
-            if cls == DROP:
-                continue
-            if cls == PUNCT:
-                cls = SPACE if strip_punct else 0
-            if blen + 8 > buf.size:
-                buf = _grow(buf, blen + 8)
-            if ntok + 2 > starts.size:
-                starts = _grow(starts, ntok + 2)
-            if char_mode:
-                if cls == SPACE:
-                    pending_space = ntok > 0
-                    continue
-                # no space token between two letters of unspaced scripts: a line break
-                # inside Chinese text is layout, not a word boundary
-                if pending_space and not (cls == UNSPACED and last_cls == UNSPACED):
-                    starts[ntok] = blen
-                    ntok += 1
-                    buf[blen] = 32
-                    blen += 1
-                pending_space = False
-                last_cls = cls
-                starts[ntok] = blen
-                ntok += 1
-                blen = _encode(c, buf, blen)
-                continue
-            if cls == SPACE:
-                in_tok = False
-            elif cls == MARK_NONSPACING or cls == MARK_SPACING:  # noqa: SIM109 (numba)
-                if not in_tok:
-                    starts[ntok] = blen
-                    ntok += 1
-                    in_tok = True
-                    tok_unspaced = False
-                blen = _encode(c, buf, blen)
-            elif cls == UNSPACED:
-                starts[ntok] = blen
-                ntok += 1
-                in_tok = True
-                tok_unspaced = True
-                blen = _encode(c, buf, blen)
-            else:
-                if not in_tok or tok_unspaced:
-                    starts[ntok] = blen
-                    ntok += 1
-                    in_tok = True
-                    tok_unspaced = False
-                blen = _encode(c, buf, blen)
-    return buf, starts, ntok, blen
-
-
 def _table_args() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     table = load_table()
     return table.entries, table.records, table.pool
@@ -304,14 +195,15 @@ def tokenize(text: str, config: TextConfig | None = None, mode: str = "word") ->
     >>> tokenize("Hello, Wörld! 你好")
     ['hello', 'world', '你', '好']
     """
+    from neardup.core.scan import scan_tokens  # the tokeniser's kernel imports this module
+
     cfg = config or TextConfig()
     flags = tokenizer_flags(cfg, ShingleConfig(mode="char" if mode == "char" else "word"))
     raw = text.encode("utf-8", "surrogatepass")
-    data = np.frombuffer(raw or b"\0", dtype=np.uint8)
-    buf, starts, ntok, blen = tokenize_range(data, 0, len(raw), *_table_args(), flags)
-    bounds = [int(s) for s in starts[:ntok]] + [int(blen)]
-    out = bytes(buf[:blen])
-    return [out[bounds[i] : bounds[i + 1]].decode("utf-8", "surrogatepass") for i in range(ntok)]
+    buf, ends = scan_tokens(np.frombuffer(raw or b"\0", dtype=np.uint8), len(raw), _table_args(), flags)
+    out = bytes(buf)
+    bounds = [0] + [int(e) for e in ends]
+    return [out[bounds[i] : bounds[i + 1]].decode("utf-8", "surrogatepass") for i in range(len(ends))]
 
 
 def normalize(text: str, config: TextConfig | None = None) -> str:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from neardup.core.jit import in_ranges, kernel
 from neardup.core.shingles import ShingleSets
+
+_SERIAL_BELOW = 1 << 10  # fewer pairs than this skip the thread pool
 
 
 @njit(inline="always", cache=True)
@@ -35,27 +38,33 @@ def sorted_jaccard(a: np.ndarray, b: np.ndarray) -> float:
     return same / (union - same)
 
 
-@njit(parallel=True, cache=True)
-def _pairs_kernel(
+@kernel
+def _pairs_range(
     slot: np.ndarray,
     starts: np.ndarray,
     lengths: np.ndarray,
     values: np.ndarray,
     left: np.ndarray,
     right: np.ndarray,
-) -> np.ndarray:
-    out = np.empty(left.size, dtype=np.float64)
-    for p in prange(left.size):
+    out: np.ndarray,
+    lo: int,
+    hi: int,
+) -> None:
+    for p in range(lo, hi):
         ka = slot[left[p]]
         kb = slot[right[p]]
         a = values[starts[ka] : starts[ka] + lengths[ka]]
         b = values[starts[kb] : starts[kb] + lengths[kb]]
         out[p] = sorted_jaccard(a, b)
-    return out
 
 
 def exact_jaccard_pairs(sets: ShingleSets, n_docs: int, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """Exact Jaccard of each pair; every document in the pairs must be in ``sets``."""
     slot = np.full(n_docs, -1, dtype=np.int64)
     slot[sets.docs] = np.arange(sets.docs.size)
-    return _pairs_kernel(slot, sets.starts, sets.lengths, sets.values, left, right)
+    left = np.ascontiguousarray(left, dtype=np.int64)
+    right = np.ascontiguousarray(right, dtype=np.int64)
+    out = np.empty(left.size, dtype=np.float64)
+    args = (slot, sets.starts, sets.lengths, sets.values, left, right, out)
+    in_ranges(lambda lo, hi: _pairs_range(*args, lo, hi), left.size, _SERIAL_BELOW)
+    return out

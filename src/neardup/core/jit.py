@@ -1,0 +1,64 @@
+"""How neardup compiles its kernels, and how it runs them on several threads.
+
+Compile time (a cold start compiles every kernel a run uses): functions that
+take arrays and are called from one place are ``inline="always"`` (numba copies
+their IR into the caller rather than compiling, linking and re-optimising one
+more function); functions of scalars stay plain (``helper``). Helpers only called
+from compiled code have no Python or C wrapper (``no_cpython_wrapper``,
+``no_cfunc_wrapper``: each wrapper is code that LLVM optimises again in every
+caller). Callers pass variables, not integer literals: numba compiles a separate
+specialisation for each literal value it sees (``f(x, 0)`` and ``f(x, 1)`` are
+two compiles).
+
+Threads: a ``kernel`` releases the GIL (``nogil``), so plain Python threads run
+it side by side (``in_threads``, ``in_ranges``) without a ``parallel=True``
+kernel, whose compile (parfors) costs seconds. The thread count is numba's
+(``numba.set_num_threads``, which ``neardup dedup --workers`` sets).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar, cast
+
+import numba
+from numba import njit
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+_HELPER: dict[str, Any] = {"cache": True, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+_KERNEL: dict[str, Any] = {"cache": True, "no_cfunc_wrapper": True, "nogil": True}
+
+
+def helper(fn: _F) -> _F:
+    """``njit`` for a function that only compiled code calls: no Python or C wrapper."""
+    return cast(_F, njit(fn, **_HELPER))
+
+
+def kernel(fn: _F) -> _F:
+    """``njit`` for a function that Python calls: no C wrapper, and it releases the GIL,
+    so Python threads can run it side by side."""
+    return cast(_F, njit(fn, **_KERNEL))
+
+
+def threads() -> int:
+    """How many threads a kernel may use: ``numba.get_num_threads()``."""
+    return int(numba.get_num_threads())
+
+
+def in_threads(task: Callable[[int], object], parts: int) -> None:
+    """``task(0)``, ..., ``task(parts - 1)``, each on a thread of its own when there are several."""
+    if parts <= 1:
+        task(0)
+        return
+    with ThreadPoolExecutor(max_workers=parts) as pool:
+        for _ in pool.map(task, range(parts)):
+            pass
+
+
+def in_ranges(task: Callable[[int, int], object], size: int, serial_below: int) -> None:
+    """``task(lo, hi)`` over ``range(size)`` cut into one contiguous range per thread
+    (a single range, on this thread, when ``size < serial_below``)."""
+    parts = 1 if size < serial_below else max(1, min(size, threads()))
+    cuts = [size * t // parts for t in range(parts + 1)]
+    in_threads(lambda t: task(cuts[t], cuts[t + 1]), parts)

@@ -1,0 +1,632 @@
+"""The compiled tokeniser: each document read once, into its signature or its shingles.
+
+``scan_part`` decodes and normalises a document (``neardup.core.text``), feeds
+each token's normalised UTF-8 bytes into a streaming XXH64 as it goes, gathers
+the token hashes in a small buffer, makes the shingle hashes from it every few
+hundred tokens (``neardup.core.shingles`` defines them) and, for signatures,
+folds them into the MinHash minimums (``neardup.core.hashing.update_signature``).
+No per-document array is allocated and no token is written out, except for
+``tokenize``.
+
+One kernel serves every use (signatures, exact shingle sets, shingles in text
+order, tokens), so a cold start compiles the tokeniser once. A batch is split
+into one strided part per thread (part t takes blocks t, t + parts, ... of 16
+documents), so a batch sorted by length or language still gives every thread a
+fair share, and each part allocates its work arrays once. Fewer than
+``SERIAL_BELOW`` documents run on the calling thread.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from neardup.core.hashing import (
+    U64,
+    Permutations,
+    no_permutations,
+    update_signature,
+    xxh64_lanes,
+    xxh64_short,
+    xxh64_stream_digest,
+    xxh64_stream_lane,
+)
+from neardup.core.jit import helper, in_threads, kernel, threads
+from neardup.core.text import (
+    _EXPANSION_CAP,
+    _MAX_N,
+    F_CHAR_MODE,
+    F_COMPAT,
+    F_LOWERCASE,
+    F_STRIP_ACCENTS,
+    F_STRIP_PUNCT,
+    _decode,
+    _expand,
+)
+from neardup.core.unicode_table import (
+    DROP,
+    HAS_CANON,
+    HAS_COMPAT,
+    HAS_LOWER,
+    MARK_NONSPACING,
+    PUNCT,
+    SPACE,
+    UNSPACED,
+    WORD,
+)
+from neardup.errors import ConfigError
+
+Tables = tuple[np.ndarray, np.ndarray, np.ndarray]  # the packed Unicode table: entries, records, pool
+
+EMPTY_VALUE = np.uint32(0xFFFFFFFF)
+SPACE_TOKEN_HASH = U64(0x079CF5CEB668638D)  # XXH64 of b" ", the char-mode space token
+
+# what scan_part makes of each document k
+SIGNATURES = 0  # sigs[k], counts[k] = raw shingle count
+SETS = 1  # values[bounds[k]:][:lengths[k]] sorted and unique, counts[k] = raw count
+SHINGLES = 2  # values[bounds[k]:][:lengths[k]] in text order, counts[k] = raw count
+TOKENS = 3  # rec (bytes) and ends (token ends), counts[k] = bytes, lengths[k] = tokens
+
+SERIAL_BELOW = 64  # fewer documents than this skip the thread pool
+_FOLD = 512  # shingle hashes gathered before they are folded into a signature
+_TOKENS = 1024  # token hashes gathered before their shingles are made
+# one input code point adds at most two tokens per normalised code point
+_FLUSH_AT = _TOKENS - 2 * _EXPANSION_CAP - 2
+_BLOCK = 16  # documents a part takes at a time: no two threads write the same cache lines
+
+
+_HIGH = U64(0x8080808080808080)
+_ONES = U64(0x0101010101010101)
+
+
+@helper
+def _bytes_in(w: np.uint64, lo: np.uint64, hi: np.uint64) -> np.uint64:
+    """0x80 in each byte of ``w`` (all < 0x80) that lies in ``[lo, hi]``, 0 elsewhere."""
+    return ((w | _HIGH) - _ONES * lo) & ((_ONES * hi | _HIGH) - w) & _HIGH
+
+
+@helper
+def _ascii_word(w: np.uint64, alnum: bool, lower: bool) -> tuple[int, np.uint64]:
+    """The word at the start of eight ASCII bytes ``w`` (little-endian), eight at a time.
+
+    Word bytes are ``[0-9A-Za-z]`` (``alnum``) or ``0x21-0x7E``; returns how many
+    lead ``w`` (1-8 when the first is one) and those bytes, lower-cased if ``lower``.
+    """
+    if alnum:
+        word = (
+            _bytes_in(w, U64(48), U64(57)) | _bytes_in(w, U64(65), U64(90)) | _bytes_in(w, U64(97), U64(122))
+        )
+    else:
+        word = _bytes_in(w, U64(0x21), U64(0x7E))
+    if lower:
+        w = w + (_bytes_in(w, U64(65), U64(90)) >> U64(2))  # 0x80 >> 2 is the case bit
+    stop = ~word & _HIGH
+    if stop == 0:
+        return 8, w
+    low = (stop & (~stop + U64(1))) >> U64(7)  # 1 << 8k for the first byte k not in the word
+    # the top byte of low * 0x0001020304050607 is k
+    run = np.int64((low * U64(0x0001020304050607)) >> U64(56))
+    return run, w & (low - U64(1))  # type: ignore[return-value]  # np.int64 is numba's int
+
+
+@helper
+def sort_unique(v: np.ndarray, lo: int, hi: int) -> int:
+    """Sort ``v[lo:hi]`` in place, move its distinct values to the front; returns their count.
+
+    A heap sort with one sift loop for both phases (build, then pop): a few lines
+    that compile in a fraction of the time of ``np.sort`` (numba's quicksort is a
+    family of generated functions).
+    """
+    size = hi - lo
+    heap = size
+    i = size // 2
+    while True:
+        if i > 0:  # building the heap: sift v[i - 1] down
+            i -= 1
+            x = v[lo + i]
+        else:  # the root is the largest: swap it behind the heap, sift the new root down
+            heap -= 1
+            if heap <= 0:
+                break
+            x = v[lo + heap]
+            v[lo + heap] = v[lo]
+        parent = i
+        child = 2 * i + 1
+        while child < heap:
+            if child + 1 < heap and v[lo + child + 1] > v[lo + child]:
+                child += 1
+            if v[lo + child] <= x:
+                break
+            v[lo + parent] = v[lo + child]
+            parent = child
+            child = 2 * parent + 1
+        v[lo + parent] = x
+    w = 0
+    for k in range(size):
+        if k == 0 or v[lo + k] != v[lo + w - 1]:
+            v[lo + w] = v[lo + k]
+            w += 1
+    return w
+
+
+@helper
+def _flush(
+    tokens: np.ndarray,
+    nt: int,
+    fresh: int,
+    ntok: int,
+    n: int,
+    finished: bool,
+    out: np.ndarray,
+    lo: int,
+    hi: int,
+    pos: int,
+    sig: np.ndarray,
+    perms: Permutations,
+    work: np.ndarray,
+) -> tuple[int, int]:
+    """The shingles that end at ``tokens[fresh:nt]`` (windows of n token hashes or, at
+    the end of a document of fewer than n tokens, all of them) into ``out[pos:hi]``,
+    folded into ``sig`` when it is not empty. Keeps the last ``n - 1`` token hashes at
+    the front of ``tokens``; returns ``(how many that is, the new pos)``."""
+    folding = sig.size > 0
+    last = max(fresh, n - 1)  # the window that ends at tokens[last]
+    short_doc = finished and 0 < ntok < n
+    while True:
+        have = last < nt or short_doc
+        if have:
+            if last < nt:
+                s = last - n + 1
+                w = n
+                last += 1
+            else:
+                s = 0
+                w = ntok
+                short_doc = False
+            if pos < hi:
+                out[pos] = xxh64_lanes(tokens, s, w)
+                pos += 1
+        if folding and pos > lo and (pos == hi or (finished and not have)):
+            update_signature(sig, out, lo, pos, perms, work)
+            pos = lo
+        if not have:
+            break
+    keep = min(nt, n - 1)  # the next windows start in these
+    for i in range(keep):
+        tokens[i] = tokens[nt - keep + i]
+    return keep, pos
+
+
+@kernel
+def scan_part(
+    data: np.ndarray,
+    offsets: np.ndarray,
+    docs: np.ndarray,
+    entries: np.ndarray,
+    records: np.ndarray,
+    pool: np.ndarray,
+    flags: int,
+    n: int,
+    perms: Permutations,
+    mode: int,
+    sigs: np.ndarray,
+    counts: np.ndarray,
+    values: np.ndarray,
+    bounds: np.ndarray,
+    lengths: np.ndarray,
+    rec: np.ndarray | None,
+    ends: np.ndarray | None,
+    first: int,
+    step: int,
+) -> None:
+    """Blocks ``first, first + step, ...`` of ``_BLOCK`` documents of ``docs`` (document d
+    is ``data[offsets[d]:offsets[d + 1]]``), made into what ``mode`` says
+    (``SIGNATURES``, ``SETS``, ``SHINGLES``, ``TOKENS``).
+
+    Signatures use the permutations ``perms`` and ``sigs[k]`` (``k`` the index in
+    ``docs``). The other modes write document k's shingles to
+    ``values[bounds[k]:bounds[k + 1]]``; shingles past the end are counted, not
+    written, and so are token bytes and ends past the end of ``rec`` and
+    ``ends`` (only ``TOKENS`` passes arrays there; with None, numba compiles the
+    recording away).
+    """
+    char_mode = (flags & F_CHAR_MODE) != 0
+    strip_punct = (flags & F_STRIP_PUNCT) != 0
+    strip = (flags & F_STRIP_ACCENTS) != 0
+    mapped = HAS_CANON  # the table bits that mean "this code point changes"
+    if flags & F_COMPAT:
+        mapped |= HAS_COMPAT
+    if flags & F_LOWERCASE:
+        mapped |= HAS_LOWER
+    folding = mode == SIGNATURES
+    m = perms.a_lo.size
+    tokens = np.empty(_TOKENS, dtype=np.uint64)
+    stream = np.empty(8, dtype=np.uint64)  # xxh64_stream_lane starts it afresh
+    exp_cp = np.empty(_EXPANSION_CAP, dtype=np.int64)
+    exp_cls = np.empty(_EXPANSION_CAP, dtype=np.int64)
+    sig = np.empty(m if folding else 0, dtype=np.uint32)
+    work = np.empty(m if folding else 0, dtype=np.uint64)
+    fold = np.empty(_FOLD if folding else 0, dtype=np.uint64)
+    # An ASCII byte is one code point that normalises to at most one ASCII code point,
+    # so for most text a 128-entry table (normalised byte | class << 8, punctuation
+    # resolved) replaces decoding and the normalisation records.
+    ascii = np.empty(128, dtype=np.int64)
+    for c in range(128):
+        count = _expand(c, entries, records, pool, flags, exp_cp, exp_cls)
+        if count == 0:
+            ascii[c] = DROP << 8
+        elif count == 1 and exp_cp[0] < 0x80:
+            cls = exp_cls[0]
+            if cls == PUNCT:
+                cls = SPACE if strip_punct else WORD
+            ascii[c] = exp_cp[0] | (cls << 8)
+        else:
+            ascii[c] = -1  # never so in the shipped table; the general path copes
+    # Eight ASCII bytes at a time (_ascii_word) when the table is one of the usual ones:
+    # word bytes [0-9A-Za-z] (or all of 0x21-0x7E when punctuation is kept), each its
+    # own normalised byte but for A-Z, which are lower-cased or not.
+    lower = ascii[65] & 0xFF == 97
+    swar = True
+    for c in range(128):
+        alnum = 48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122
+        if alnum if strip_punct else 0x21 <= c <= 0x7E:
+            swar = swar and ascii[c] == ((c + 32 if lower and 65 <= c <= 90 else c) | (WORD << 8))
+        else:
+            swar = swar and ascii[c] >> 8 != WORD
+    nbuf = data.size
+    zero = U64(0)
+    # counters start as np.int64(0), not 0: a literal reaching a compiled callee makes
+    # numba compile that callee once more, for the literal (compile time)
+    izero: int = np.int64(0)  # type: ignore[assignment]
+    width = sigs.shape[1]
+    blocks = (docs.size + _BLOCK - 1) // _BLOCK
+    for block in range(first, blocks, step):
+        for k in range(block * _BLOCK, min(docs.size, (block + 1) * _BLOCK)):
+            d = docs[k]
+            start = offsets[d]
+            end = offsets[d + 1]
+            if folding:
+                out = fold
+                lo = izero
+                hi = fold.size
+                for i in range(m):
+                    sig[i] = EMPTY_VALUE
+            else:
+                out = values
+                lo = bounds[k]
+                hi = bounds[k + 1]
+            pos = lo  # next free slot in out[lo:hi]
+            shingles = izero
+            nt = izero  # token hashes in ``tokens``
+            fresh = izero  # the first of them that ends no shingle yet
+            ntok = izero
+            blen = izero
+            # the current token: ``tlen`` bytes, the last ``nbits / 8`` of them (up to a
+            # whole lane) in ``cur``, the lanes before them fed to ``stream``
+            cur = zero
+            nbits = izero
+            tlen = izero
+            in_tok = False
+            tok_unspaced = False
+            pending_space = False
+            last_cls = -1
+            p = start
+            finished: bool = np.bool_(False)  # type: ignore[assignment]  # not a literal either
+            while True:
+                if nt >= _FLUSH_AT or finished:
+                    shingles += max(0, nt - max(fresh, n - 1))
+                    if finished and 0 < ntok < n:
+                        shingles += 1
+                    nt, pos = _flush(tokens, nt, fresh, ntok, n, finished, out, lo, hi, pos, sig, perms, work)
+                    fresh = nt
+                    if finished:
+                        break
+                if not char_mode:
+                    # ASCII words into the token's hash: eight bytes at a time at the start of a
+                    # word, then one table lookup a byte; the space after a word ends its token.
+                    # Anything else leaves to the general path.
+                    while p < end:
+                        b0 = data[U64(p)]  # an unsigned index skips the negative-index check
+                        if b0 >= 0x80:
+                            break
+                        t = ascii[b0]
+                        tc = t >> 8
+                        if tc == WORD:
+                            if not in_tok:
+                                in_tok = True
+                                tok_unspaced = False
+                                cur = zero
+                                nbits = izero
+                                tlen = izero
+                                if swar and p + 8 <= nbuf:
+                                    w = zero
+                                    for i in range(8):
+                                        w |= U64(data[U64(p + i)]) << U64(8 * i)
+                                    if w & _HIGH == 0:
+                                        run, cur = _ascii_word(w, strip_punct, lower)
+                                        if run > end - p:  # the next document starts here
+                                            run = end - p
+                                            cur &= (U64(1) << U64(8 * run)) - U64(1)
+                                        if rec is not None:
+                                            for i in range(run):
+                                                if blen < rec.size:
+                                                    rec[blen] = (cur >> U64(8 * i)) & U64(0xFF)
+                                                blen += 1
+                                        nbits = 8 * run
+                                        tlen = run
+                                        p += run
+                                        continue
+                            elif tok_unspaced or nbits == 64:
+                                break
+                            while True:  # the rest of the word, up to a whole lane
+                                byte = t & 0xFF
+                                if rec is not None:
+                                    if blen < rec.size:
+                                        rec[blen] = byte
+                                    blen += 1
+                                cur |= U64(byte) << U64(nbits)
+                                nbits += 8
+                                tlen += 1
+                                p += 1
+                                if nbits == 64 or p == end:
+                                    break
+                                b0 = data[U64(p)]
+                                if b0 >= 0x80:
+                                    break
+                                t = ascii[b0]
+                                if t >> 8 != WORD:
+                                    break
+                            continue
+                        if tc == SPACE and in_tok:  # the end of a word
+                            if nt >= _FLUSH_AT:
+                                break
+                            if ends is not None and ntok < ends.size:
+                                ends[ntok] = blen
+                            if tlen <= 8:
+                                tokens[nt] = xxh64_short(cur, tlen)
+                            else:
+                                tokens[nt] = xxh64_stream_digest(stream, cur, nbits, tlen)
+                            nt += 1
+                            ntok += 1
+                            in_tok = False
+                        elif tc != SPACE and tc != DROP:
+                            break
+                        p += 1
+                # the general path: the next input code point, as ``count`` normalised ones
+                # (``c, cls`` or ``exp_*[:count]``); past the end, a space that ends the last token
+                count = 1
+                expanded = False
+                c = 32
+                cls = SPACE
+                if p >= end:
+                    finished = True
+                else:
+                    b0 = data[U64(p)]
+                    t = ascii[b0] if b0 < 0x80 else -1
+                    if t >= 0:
+                        p += 1
+                        c = t & 0xFF
+                        cls = t >> 8
+                    else:
+                        c, p = _decode(data, p, end)
+                        entry = entries[c]
+                        if entry & mapped:
+                            count = _expand(c, entries, records, pool, flags, exp_cp, exp_cls)
+                            expanded = True
+                        else:
+                            cls = entry & 7
+                            if strip and cls == MARK_NONSPACING:
+                                count = 0
+                for q in range(count):
+                    if expanded:
+                        c = exp_cp[q]
+                        cls = exp_cls[q]
+                    if cls == PUNCT:
+                        cls = SPACE if strip_punct else WORD
+                    if cls == DROP:
+                        continue
+                    # in char mode every character ends the token before it
+                    ends_token = cls in (SPACE, UNSPACED) or (cls == WORD and tok_unspaced)
+                    if in_tok and (char_mode or ends_token):
+                        if ends is not None and ntok < ends.size:
+                            ends[ntok] = blen
+                        if tlen <= 8:
+                            tokens[nt] = xxh64_short(cur, tlen)
+                        else:
+                            tokens[nt] = xxh64_stream_digest(stream, cur, nbits, tlen)
+                        nt += 1
+                        ntok += 1
+                        in_tok = False
+                    if cls == SPACE:
+                        if char_mode:
+                            pending_space = ntok > 0
+                        continue
+                    if char_mode:
+                        # no space token between two letters of unspaced scripts: a line
+                        # break inside Chinese text is layout, not a word boundary
+                        if pending_space and not (cls == UNSPACED and last_cls == UNSPACED):
+                            if rec is not None:
+                                if blen < rec.size:
+                                    rec[blen] = 32
+                                blen += 1
+                            if ends is not None and ntok < ends.size:
+                                ends[ntok] = blen
+                            tokens[nt] = SPACE_TOKEN_HASH
+                            nt += 1
+                            ntok += 1
+                        pending_space = False
+                        last_cls = cls
+                    if not in_tok:
+                        in_tok = True
+                        tok_unspaced = cls == UNSPACED
+                        cur = zero
+                        nbits = izero
+                        tlen = izero
+                    # the UTF-8 bytes of ``c`` into the token's hash, little end first
+                    if c < 0x80:
+                        nb = 1
+                        enc = c
+                    elif c < 0x800:
+                        nb = 2
+                        enc = (0xC0 | (c >> 6)) | ((0x80 | (c & 0x3F)) << 8)
+                    elif c < 0x10000:
+                        nb = 3
+                        enc = (
+                            (0xE0 | (c >> 12))
+                            | ((0x80 | ((c >> 6) & 0x3F)) << 8)
+                            | ((0x80 | (c & 0x3F)) << 16)
+                        )
+                    else:
+                        nb = 4
+                        enc = (
+                            (0xF0 | (c >> 18))
+                            | ((0x80 | ((c >> 12) & 0x3F)) << 8)
+                            | ((0x80 | ((c >> 6) & 0x3F)) << 16)
+                            | ((0x80 | (c & 0x3F)) << 24)
+                        )
+                    for _ in range(nb):
+                        if nbits == 64:
+                            xxh64_stream_lane(stream, cur, tlen)
+                            cur = zero
+                            nbits = izero
+                        byte = enc & 0xFF
+                        enc >>= 8
+                        if rec is not None:
+                            if blen < rec.size:
+                                rec[blen] = byte
+                            blen += 1
+                        cur |= U64(byte) << U64(nbits)
+                        nbits += 8
+                        tlen += 1
+            if mode == SIGNATURES:
+                row = sigs[k]
+                for i in range(width):
+                    row[i] = sig[i]
+                counts[k] = shingles
+            elif mode == SETS:
+                lengths[k] = sort_unique(values, lo, min(hi, lo + shingles))
+                counts[k] = shingles
+            elif mode == SHINGLES:
+                lengths[k] = min(shingles, hi - lo)
+                counts[k] = shingles
+            else:
+                lengths[k] = ntok
+                counts[k] = blen
+
+
+def check_n(n: int) -> None:
+    """The shingle sizes the tokeniser's buffer of token hashes can hold."""
+    if not 1 <= n <= _MAX_N:
+        raise ConfigError(f"ngram must be between 1 and {_MAX_N}, got {n}")
+
+
+def readonly(a: np.ndarray) -> np.ndarray:
+    """``a`` as a read-only view: the kernels are compiled for read-only text and offsets
+    only, whether they came from Python strings (writable) or Arrow buffers (read-only)."""
+    if not a.flags.writeable:
+        return a
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
+
+def scan_batch(
+    data: np.ndarray,
+    offsets: np.ndarray,
+    docs: np.ndarray,
+    tables: Tables,
+    flags: int,
+    n: int,
+    perms: Permutations,
+    *,
+    mode: int,
+    sigs: np.ndarray,
+    counts: np.ndarray,
+    values: np.ndarray,
+    bounds: np.ndarray,
+    lengths: np.ndarray,
+) -> None:
+    """``scan_part`` over all of ``docs``: on this thread for a few documents, else in parallel."""
+    check_n(n)
+    args = (
+        readonly(data),
+        readonly(np.require(offsets, dtype=np.int64, requirements=["C", "A"])),
+        np.require(docs, dtype=np.int64, requirements=["C", "A"]),
+        *tables,
+        flags,
+        n,
+        perms,
+        mode,
+        sigs,
+        counts,
+        values,
+        bounds,
+        lengths,
+    )
+    m = docs.size
+    blocks = -(-m // _BLOCK)
+    parts = 1 if m < SERIAL_BELOW else min(blocks, threads())
+    in_threads(lambda part: scan_part(*args, None, None, part, parts), parts)
+
+
+def no_sigs() -> np.ndarray:
+    """The ``sigs`` argument of a scan that makes no signatures."""
+    return np.empty((0, 1), dtype=np.uint32)
+
+
+def scan_shingles(data: np.ndarray, start: int, end: int, tables: Tables, flags: int, n: int) -> np.ndarray:
+    """The shingle hashes of ``data[start:end]`` in text order, repeats kept."""
+    offsets = np.array([start, end], dtype=np.int64)
+    counts = np.zeros(1, dtype=np.int64)
+    lengths = np.zeros(1, dtype=np.int64)
+    cap = max(1, end - start)
+    while True:
+        values = np.empty(cap, dtype=np.uint64)
+        bounds = np.array([0, cap], dtype=np.int64)
+        scan_batch(
+            data,
+            offsets,
+            np.zeros(1, dtype=np.int64),
+            tables,
+            flags,
+            n,
+            no_permutations(),
+            mode=SHINGLES,
+            sigs=no_sigs(),
+            counts=counts,
+            values=values,
+            bounds=bounds,
+            lengths=lengths,
+        )
+        if counts[0] <= cap:
+            return values[: counts[0]]
+        cap = int(counts[0])  # normalisation made more tokens than bytes: again, with room
+
+
+def scan_tokens(data: np.ndarray, length: int, tables: Tables, flags: int) -> tuple[np.ndarray, np.ndarray]:
+    """The normalised bytes of the tokens of ``data[:length]``, back to back, and where each ends."""
+    counts = np.zeros(1, dtype=np.int64)
+    lengths = np.zeros(1, dtype=np.int64)
+    args = (
+        readonly(data),
+        readonly(np.array([0, length], dtype=np.int64)),
+        np.zeros(1, dtype=np.int64),
+        *tables,
+        flags,
+        1,
+        no_permutations(),
+        TOKENS,
+        no_sigs(),
+        counts,
+        np.empty(0, dtype=np.uint64),
+        np.zeros(2, dtype=np.int64),
+        lengths,
+    )
+    rec = np.empty(4 * length + 16, dtype=np.uint8)
+    ends = np.empty(length + 1, dtype=np.int64)
+    while True:
+        scan_part(*args, rec, ends, 0, 1)
+        nbytes, ntok = int(counts[0]), int(lengths[0])
+        if nbytes <= rec.size and ntok <= ends.size:
+            return rec[:nbytes], ends[:ntok]
+        rec = np.empty(nbytes, dtype=np.uint8)  # normalisation grew the text: again, with room
+        ends = np.empty(ntok, dtype=np.int64)
