@@ -169,27 +169,28 @@ def _flush(
     folded into ``sig`` when it is not empty. Keeps the last ``n - 1`` token hashes at
     the front of ``tokens``; returns ``(how many that is, the new pos)``."""
     folding = sig.size > 0
-    last = max(fresh, n - 1)  # the window that ends at tokens[last]
-    short_doc = finished and 0 < ntok < n
-    while True:
-        have = last < nt or short_doc
-        if have:
-            if last < nt:
-                s = last - n + 1
-                w = n
-                last += 1
-            else:
-                s = 0
-                w = ntok
-                short_doc = False
-            if pos < hi:
-                out[pos] = xxh64_lanes(tokens, s, w)
-                pos += 1
-        if folding and pos > lo and (pos == hi or (finished and not have)):
+    last = max(fresh, n - 1)  # the next window ends at tokens[last]
+    while last < nt:
+        if pos == hi:
+            if not folding:
+                break  # no room left: the rest are counted, not written
             update_signature(sig, out, lo, pos, perms, work)
             pos = lo
-        if not have:
-            break
+        stop = min(nt, last + hi - pos)
+        for end in range(last, stop):
+            out[pos] = xxh64_lanes(tokens, end - n + 1, n)
+            pos += 1
+        last = stop
+    if finished and 0 < ntok < n:  # the whole of a short document, once
+        if folding and pos == hi:
+            update_signature(sig, out, lo, pos, perms, work)
+            pos = lo
+        if pos < hi:
+            out[pos] = xxh64_lanes(tokens, 0, ntok)
+            pos += 1
+    if finished and folding and pos > lo:
+        update_signature(sig, out, lo, pos, perms, work)
+        pos = lo
     keep = min(nt, n - 1)  # the next windows start in these
     for i in range(keep):
         tokens[i] = tokens[nt - keep + i]
@@ -322,8 +323,8 @@ def scan_part(
                         break
                 if not char_mode:
                     # ASCII words into the token's hash: eight bytes at a time at the start of a
-                    # word, then one table lookup a byte; the space after a word ends its token.
-                    # Anything else leaves to the general path.
+                    # word and of each lane after it, else one table lookup a byte; the space
+                    # after a word ends its token. Anything else leaves to the general path.
                     while p < end:
                         b0 = data[U64(p)]  # an unsigned index skips the negative-index check
                         if b0 >= 0x80:
@@ -337,26 +338,30 @@ def scan_part(
                                 cur = zero
                                 nbits = izero
                                 tlen = izero
-                                if swar and p + 8 <= nbuf:
-                                    w = zero
-                                    for i in range(8):
-                                        w |= U64(data[U64(p + i)]) << U64(8 * i)
-                                    if w & _HIGH == 0:
-                                        run, cur = _ascii_word(w, strip_punct, lower)
-                                        if run > end - p:  # the next document starts here
-                                            run = end - p
-                                            cur &= (U64(1) << U64(8 * run)) - U64(1)
-                                        if rec is not None:
-                                            for i in range(run):
-                                                if blen < rec.size:
-                                                    rec[blen] = (cur >> U64(8 * i)) & U64(0xFF)
-                                                blen += 1
-                                        nbits = 8 * run
-                                        tlen = run
-                                        p += run
-                                        continue
-                            elif tok_unspaced or nbits == 64:
+                            elif tok_unspaced:
                                 break
+                            elif nbits == 64:  # a whole lane: into the stream, and on
+                                xxh64_stream_lane(stream, cur, tlen)
+                                cur = zero
+                                nbits = izero
+                            if nbits == 0 and swar and p + 8 <= nbuf:
+                                w = zero
+                                for i in range(8):
+                                    w |= U64(data[U64(p + i)]) << U64(8 * i)
+                                if w & _HIGH == 0:
+                                    run, cur = _ascii_word(w, strip_punct, lower)
+                                    if run > end - p:  # the next document starts here
+                                        run = end - p
+                                        cur &= (U64(1) << U64(8 * run)) - U64(1)
+                                    if rec is not None:
+                                        for i in range(run):
+                                            if blen < rec.size:
+                                                rec[blen] = (cur >> U64(8 * i)) & U64(0xFF)
+                                            blen += 1
+                                    nbits = 8 * run
+                                    tlen += run
+                                    p += run
+                                    continue
                             while True:  # the rest of the word, up to a whole lane
                                 byte = t & 0xFF
                                 if rec is not None:
