@@ -57,6 +57,7 @@ def test_parse_size_refuses(text: str) -> None:
         (3 * 2**30, "3 GiB"),
         (1_234_567, "1.2 MB"),
         (2**40, "1 TiB"),
+        (6_171_023 * 1024, "6.3 GB"),  # a quarter of RAM: exact only in KiB, too many digits
     ],
 )
 def test_format_size(size: int, text: str) -> None:

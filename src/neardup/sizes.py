@@ -35,8 +35,9 @@ def parse_size(text: str) -> int:
 
 
 def format_size(n: int) -> str:
-    """``n`` bytes in the largest unit that shows it exactly (else in decimal units, to one place)."""
-    exact = [(f, u) for u, f in _NAMES if n >= f and n % f == 0]
+    """``n`` bytes in the largest unit that shows it exactly in at most four digits (else in
+    decimal units, to one place)."""
+    exact = [(f, u) for u, f in _NAMES if n >= f and n % f == 0 and n // f < 10_000]
     if exact:
         factor, unit = max(exact)
         return f"{n // factor} {unit}"
