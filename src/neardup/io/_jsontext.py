@@ -28,6 +28,11 @@ for _letter, _byte in zip('"\\bfnrt', b'"\\\b\f\n\r\t', strict=True):
     _SHORT[_byte] = ord(_letter)
 
 
+COMPILED_FROM_BYTES = 1 << 16
+"""Strings of fewer bytes in all are escaped by :func:`json.dumps`: quicker than compiling the
+kernels in a fresh cache (a few seconds), and just as exact."""
+
+
 def _null() -> pa.Scalar:
     return pa.scalar(None, pa.large_string())
 
@@ -141,6 +146,9 @@ def _strings(column: pa.Array) -> pa.Array:
     column = column.cast(pa.large_string())
     _, offsets_buf, data_buf = column.buffers()
     offsets = np.frombuffer(offsets_buf, dtype=np.int64)[column.offset : column.offset + len(column) + 1]
+    if offsets[-1] - offsets[0] < COMPILED_FROM_BYTES:
+        dumped = [None if v is None else json.dumps(v, ensure_ascii=False) for v in column.to_pylist()]
+        return pa.array(dumped, pa.large_string())
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.empty(0, np.uint8)
     out_offsets = _quoted_offsets(offsets, data, _WIDTH)
     out = _quote_into(offsets, data, out_offsets, _SHORT, _HEX)
