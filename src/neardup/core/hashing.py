@@ -49,6 +49,16 @@ def _merge(acc: np.uint64, val: np.uint64) -> np.uint64:
 
 
 @helper
+def _converge(v1: np.uint64, v2: np.uint64, v3: np.uint64, v4: np.uint64) -> np.uint64:
+    """XXH64's four accumulators (an input of 32 bytes or more) folded into one."""
+    h = _rotl(v1, U64(1)) + _rotl(v2, U64(7)) + _rotl(v3, U64(12)) + _rotl(v4, U64(18))
+    h = _merge(h, v1)
+    h = _merge(h, v2)
+    h = _merge(h, v3)
+    return _merge(h, v4)
+
+
+@helper
 def _avalanche(h: np.uint64) -> np.uint64:
     h = h ^ (h >> U64(33))
     h = h * _P2
@@ -91,11 +101,7 @@ def xxh64_bytes(data: np.ndarray, start: int, length: int, seed: np.uint64) -> n
             v3 = _round(v3, _read64(data, p + 16))
             v4 = _round(v4, _read64(data, p + 24))
             p += 32
-        h = _rotl(v1, U64(1)) + _rotl(v2, U64(7)) + _rotl(v3, U64(12)) + _rotl(v4, U64(18))
-        h = _merge(h, v1)
-        h = _merge(h, v2)
-        h = _merge(h, v3)
-        h = _merge(h, v4)
+        h = _converge(v1, v2, v3, v4)
     else:
         h = seed + _P5
     h = h + U64(length)
@@ -134,11 +140,7 @@ def xxh64_lanes(lanes: np.ndarray, start: int, count: int) -> np.uint64:
             v3 = _round(v3, lanes[p + 2])
             v4 = _round(v4, lanes[p + 3])
             p += 4
-        h = _rotl(v1, U64(1)) + _rotl(v2, U64(7)) + _rotl(v3, U64(12)) + _rotl(v4, U64(18))
-        h = _merge(h, v1)
-        h = _merge(h, v2)
-        h = _merge(h, v3)
-        h = _merge(h, v4)
+        h = _converge(v1, v2, v3, v4)
     else:
         h = _P5
     h = h + U64(8 * count)
@@ -210,11 +212,7 @@ def xxh64_stream_digest(state: np.ndarray, tail: np.uint64, tail_bits: int, leng
     lanes = 0 if length < 8 else np.int64(state[7])
     if length >= 32:
         v1, v2, v3, v4 = state[0], state[1], state[2], state[3]
-        h = _rotl(v1, U64(1)) + _rotl(v2, U64(7)) + _rotl(v3, U64(12)) + _rotl(v4, U64(18))
-        h = _merge(h, v1)
-        h = _merge(h, v2)
-        h = _merge(h, v3)
-        h = _merge(h, v4)
+        h = _converge(v1, v2, v3, v4)
     else:
         h = _P5
     h = h + U64(length)
