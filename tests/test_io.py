@@ -803,11 +803,30 @@ def test_json_strings_escape_every_control_character(monkeypatch: pytest.MonkeyP
     import neardup.io._jsontext
     from neardup.io._jsontext import json_values
 
-    monkeypatch.setattr(neardup.io._jsontext, "COMPILED_FROM_BYTES", 0 if compiled else 1 << 16)
+    monkeypatch.setattr(neardup.io._jsontext, "_use_kernels", lambda nbytes: compiled)
     every = "".join(map(chr, range(0x80))) + "\u2028\x7f\u00e9\u4e2d\U0001f600"
     column = pa.array([every, None, "plain", ""])
     expected = [json.dumps(every, ensure_ascii=False), None, '"plain"', '""']
     assert json_values(column).to_pylist() == expected
+
+
+def test_json_strings_small_columns_use_loaded_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once a large column has loaded the kernels, small columns (the ids of a slice) use them
+    too: json.dumps per value over every small slice of a 100k-row run cost a second."""
+    import neardup.io._jsontext
+    from neardup.io._jsontext import COMPILED_FROM_BYTES, json_values
+
+    large = pa.array(["x" * COMPILED_FROM_BYTES])
+    assert json_values(large).to_pylist() == [json.dumps(large[0].as_py())]
+
+    small = ['a"b', None, "tab\there"]
+    expected = [None if v is None else json.dumps(v) for v in small]
+
+    def refuse(*args: object, **kwargs: object) -> str:
+        raise AssertionError("json.dumps called for a string column")
+
+    monkeypatch.setattr(neardup.io._jsontext.json, "dumps", refuse)
+    assert json_values(pa.array(small)).to_pylist() == expected
 
 
 def test_jsonl_record_larger_than_a_block(tmp_path: Path) -> None:

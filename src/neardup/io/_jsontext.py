@@ -29,8 +29,9 @@ for _letter, _byte in zip('"\\bfnrt', b'"\\\b\f\n\r\t', strict=True):
 
 
 COMPILED_FROM_BYTES = 1 << 16
-"""Strings of fewer bytes in all are escaped by :func:`json.dumps`: quicker than compiling the
-kernels in a fresh cache (a few seconds), and just as exact."""
+"""Strings of fewer bytes in all are escaped by :func:`json.dumps` until the kernels are loaded:
+quicker than compiling them in a fresh cache (a few seconds), and just as exact. Once a larger
+column has loaded them, every column goes through them, however small."""
 
 
 def _null() -> pa.Scalar:
@@ -141,12 +142,17 @@ def _quote_into(
     return out
 
 
+def _use_kernels(nbytes: int) -> bool:
+    """Whether strings of ``nbytes`` in all are escaped by the kernels (see COMPILED_FROM_BYTES)."""
+    return nbytes >= COMPILED_FROM_BYTES or bool(_quote_into.signatures)
+
+
 def _strings(column: pa.Array) -> pa.Array:
     """Each string as ``json.dumps(s, ensure_ascii=False)`` writes it; null stays null."""
     column = column.cast(pa.large_string())
     _, offsets_buf, data_buf = column.buffers()
     offsets = np.frombuffer(offsets_buf, dtype=np.int64)[column.offset : column.offset + len(column) + 1]
-    if offsets[-1] - offsets[0] < COMPILED_FROM_BYTES:
+    if not _use_kernels(int(offsets[-1] - offsets[0])):
         dumped = [None if v is None else json.dumps(v, ensure_ascii=False) for v in column.to_pylist()]
         return pa.array(dumped, pa.large_string())
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.empty(0, np.uint8)
