@@ -829,6 +829,43 @@ def test_json_strings_small_columns_use_loaded_kernels(monkeypatch: pytest.Monke
     assert json_values(pa.array(small)).to_pylist() == expected
 
 
+def test_jsonl_block_wise_reader_matches_whole_file_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The block-wise reader fixes column types from its first block; where a later block
+    disagrees (null, then text; ints, then floats) the whole-file reader takes over."""
+    import neardup.io.jsonl
+
+    monkeypatch.setattr(neardup.io.jsonl, "STREAM_BLOCK_SIZE", 512)
+    records = [{"id": i, "text": f"document {i} " * 5, "x": None, "n": i} for i in range(40)]
+    records += [
+        {"id": 40 + i, "text": None if i % 3 else "tail", "x": "late", "n": i + 0.5} for i in range(40)
+    ]
+    path = put(tmp_path / "a.jsonl", jsonl(*records))
+    table = read_corpus([path]).table
+    assert table.column("x").to_pylist() == [r["x"] for r in records]
+    assert table.column("n").to_pylist() == [float(r["n"]) for r in records]
+    assert texts(read_corpus([path])) == [r["text"] for r in records]
+
+
+def test_jsonl_text_is_one_chunk_with_its_nulls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Text gathered block by block into one buffer: one chunk, still strings, nulls kept."""
+    import neardup.io.jsonl
+
+    monkeypatch.setattr(neardup.io.jsonl, "STREAM_BLOCK_SIZE", 256)
+    records = [{"text": None if i % 7 == 3 else f"text {i} \u00e9\u4e2d" * (i % 5)} for i in range(300)]
+    path = put(tmp_path / "a.jsonl", jsonl(*records))
+    column = read_corpus([path]).table.column("text")
+    assert column.num_chunks == 1 and column.type == pa.string()
+    assert column.to_pylist() == [r["text"] for r in records]
+
+
+def test_jsonl_record_longer_than_a_stream_block(tmp_path: Path) -> None:
+    long = "word " * 400_000  # 2 MB: more than the block-wise reader's block, less than read_json's
+    path = put(tmp_path / "a.jsonl", jsonl({"text": "short"}, {"text": long}, {"text": "end"}))
+    assert texts(read_corpus([path])) == ["short", long, "end"]
+
+
 def test_jsonl_record_larger_than_a_block(tmp_path: Path) -> None:
     long = "word " * 1_800_000  # 9 MB, more than pyarrow's block
     path = put(tmp_path / "a.jsonl", jsonl({"text": "short"}, {"text": long}))
