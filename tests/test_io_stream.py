@@ -179,6 +179,49 @@ def test_output_tables_in_slices_equal_build_tables(tmp_path: Path) -> None:
             assert got.schema == table_.schema and got.equals(table_), name
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
+def test_write_outputs_on_threads_writes_what_build_tables_holds(tmp_path: Path, fmt: str) -> None:
+    """Many slices, one and two threads: each file holds the whole table, rows in input order."""
+    import numba
+
+    from neardup.io.writers import OutputDir
+    from neardup.outputs import write_outputs
+
+    records = planted_corpus(400, dup_fraction=0.4, seed=5)
+    table = pa.Table.from_pylist([{"id": r["id"], "text": r["text"]} for r in records])
+    result = dedup(table)
+    want = build_tables(table, "id", result)
+    assert want["duplicates"].num_rows > 50
+    ids = table.column("id").combine_chunks()
+    written: dict[int, dict[str, bytes]] = {}
+    before = numba.get_num_threads()
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(threads)
+            with OutputDir(tmp_path / f"t{threads}") as target:
+                write_outputs(
+                    target,
+                    fmt,
+                    inputs=(table.slice(lo, 9) for lo in range(0, table.num_rows, 9)),
+                    schema=table.schema,
+                    ids=ids,
+                    result=result,
+                    max_items=50,
+                )
+            written[threads] = {p.name: p.read_bytes() for p in (tmp_path / f"t{threads}").iterdir()}
+    finally:
+        numba.set_num_threads(before)
+    with OutputDir(tmp_path / "whole") as target:
+        for name, whole in want.items():
+            target.write(name, whole, fmt)
+    assert written[1] == written[2]
+    if fmt == "parquet":  # row groups differ; the tables must not
+        for name, whole in want.items():
+            assert pq.read_table(tmp_path / "t2" / f"{name}.parquet").equals(whole), name
+    else:
+        assert written[2] == {p.name: p.read_bytes() for p in (tmp_path / "whole").iterdir()}
+
+
 def test_output_tables_in_slices_when_nothing_matches() -> None:
     table = pa.table({"id": ["a", "b"], "text": ["one text here", "something else entirely"]})
     result = dedup(table)

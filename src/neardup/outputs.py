@@ -15,12 +15,14 @@ persistent index (ids become strings and ``matched_index`` marks what the index 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from neardup.core.clusters import Clusters
+from neardup.core.jit import threads
 from neardup.core.lsh import Buckets
 from neardup.io.writers import OutputDir
 from neardup.pipeline import DedupResult, Pairs, Progress
@@ -307,6 +309,9 @@ def bucket_tables(ids: pa.Array, buckets: Buckets, *, max_items: int) -> Iterato
         yield bucket_table(part, _id_lists(ids, rebased, members))
 
 
+_ROW_TABLES = ("annotated", "deduped", "duplicates")
+
+
 def write_outputs(
     target: OutputDir,
     fmt: str,
@@ -331,12 +336,21 @@ def write_outputs(
     writers = {name: target.open_table(name, fmt, table.schema) for name, table in empty.items()}
     start = 0
     report("write", 0, rows)
-    for table in inputs:
-        for name, piece in annotate(table, ids, clusters, start).items():
-            writers[name].write(piece)
-        start += table.num_rows
-        report("write", start, rows)
-        pa.default_memory_pool().release_unused()
+    # Formatting a piece (JSON escaping, CSV and Parquet encoding) and writing it release the
+    # GIL: with more than one worker the three files are written side by side, each in order.
+    workers = min(len(_ROW_TABLES), threads())
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for table in inputs:
+            row_pieces = annotate(table, ids, clusters, start)
+            if workers > 1:
+                for done in [pool.submit(writers[name].write, piece) for name, piece in row_pieces.items()]:
+                    done.result()
+            else:
+                for name, piece in row_pieces.items():
+                    writers[name].write(piece)
+            start += table.num_rows
+            report("write", start, rows)
+            pa.default_memory_pool().release_unused()
     for name, pieces in (
         ("clusters", cluster_tables(ids, clusters, max_items=max_items)),
         ("candidate_pairs", pair_tables(ids, result.pairs, max_items=max_items)),
