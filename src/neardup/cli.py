@@ -9,7 +9,6 @@ import contextlib
 import json
 import os
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,10 +40,9 @@ from neardup.io import (
     read_corpus,
 )
 from neardup.io.stream import CorpusStream
-from neardup.io.writers import load_json_kernels
 from neardup.outputs import against_tables, write_outputs
 from neardup.pipeline import STAGES as PIPELINE_STAGES
-from neardup.pipeline import arrow_to_batch, find_duplicates, load_kernels
+from neardup.pipeline import arrow_to_batch, find_duplicates
 from neardup.sizes import format_size, parse_size
 
 EXIT_INPUT = 1
@@ -53,7 +51,6 @@ _MAX_SKIP_LINES = 20
 _D = DedupConfig()  # the defaults shown in --help
 _WRITE_ROWS = 8192  # input rows per piece of annotated / deduped / duplicates
 _WRITE_ITEMS = 1 << 20  # ids per slice of clusters / candidate_pairs / lsh_buckets
-_JSON_KERNELS_FROM = 1 << 20  # input bytes from which the JSON escaping kernels are loaded early
 
 
 def _fail(message: str, code: int) -> NoReturn:
@@ -515,9 +512,6 @@ def _dedup(
 ) -> None:
     err = Console(stderr=True, quiet=quiet)
     t0 = time.perf_counter()
-    threading.Thread(
-        target=_load_kernels, args=(config, _file_bytes(inputs)), name="neardup-kernels", daemon=True
-    ).start()
     try:
         corpus = _load(inputs, demo, options)
     except InputError as exc:
@@ -584,19 +578,6 @@ def _dedup(
         click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
     else:
         _print_summary(Console(quiet=quiet), summary)
-
-
-def _load_kernels(config: DedupConfig, input_bytes: int) -> None:
-    """Load the kernels while the input is read (about 0.5 s from numba's cache, on another
-    core); the JSON escaping ones only for inputs large enough to use them."""
-    with contextlib.suppress(Exception):  # the run itself reports what goes wrong
-        load_kernels(config)
-        if input_bytes >= _JSON_KERNELS_FROM:
-            load_json_kernels()
-
-
-def _file_bytes(inputs: tuple[str, ...]) -> int:
-    return sum(os.path.getsize(p) for p in inputs if os.path.isfile(p))
 
 
 def _combine_text(corpus: Corpus) -> None:

@@ -213,13 +213,6 @@ def find_duplicates(
     )
 
 
-def load_kernels(config: DedupConfig | None = None) -> None:
-    """Load the compiled kernels :func:`find_duplicates` uses under ``config`` (from numba's
-    on-disk cache, or by compiling them) by running it on two tiny documents. A caller that
-    starts this on a thread before reading its input has them when the input is read."""
-    find_duplicates(encode_texts(["neardup loads its kernels"] * 2), config)
-
-
 def char_lengths(batch: TextBatch) -> np.ndarray:
     """Characters per document: UTF-8 bytes that do not continue a character."""
     starts = (batch.data & 0xC0) != 0x80

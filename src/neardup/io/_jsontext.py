@@ -162,12 +162,6 @@ def _strings(column: pa.Array) -> pa.Array:
     return quoted if column.null_count == 0 else pc.if_else(column.is_valid(), quoted, _null())
 
 
-def load_kernels() -> None:
-    """Load (or compile) the escaping kernels now, as a large column would."""
-    column = pa.array(["x" * COMPILED_FROM_BYTES], pa.large_string())
-    _strings(column)
-
-
 def _lists(column: pa.Array, compact: bool) -> pa.Array:
     items = pc.fill_null(json_values(column.flatten(), compact=compact), text("null"))
     lengths = pc.fill_null(pc.list_value_length(column), 0).to_numpy(zero_copy_only=False)

@@ -18,7 +18,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from neardup.errors import ConfigError, OutputError
-from neardup.io._jsontext import json_default, json_values, load_kernels, string_data, text
+from neardup.io._jsontext import json_default, json_values, string_data, text
 
 OUTPUT_FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
 
@@ -33,11 +33,6 @@ def default_output_format(family: str) -> str:
     except KeyError:
         known = ", ".join(_DEFAULT_OUTPUT)
         raise ConfigError(f"unknown input format {family!r} (known: {known})") from None
-
-
-def load_json_kernels() -> None:
-    """Load (or compile) the kernels that escape strings in JSON Lines output, ahead of use."""
-    load_kernels()
 
 
 def write_table(table: pa.Table, path: Path, fmt: str) -> None:
