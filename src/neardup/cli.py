@@ -42,7 +42,7 @@ from neardup.io import (
 from neardup.io.stream import CorpusStream
 from neardup.outputs import against_tables, write_outputs
 from neardup.pipeline import STAGES as PIPELINE_STAGES
-from neardup.pipeline import arrow_to_batch, find_duplicates
+from neardup.pipeline import arrow_to_batch, arrow_to_batches, find_duplicates
 from neardup.sizes import format_size, parse_size
 
 EXIT_INPUT = 1
@@ -521,15 +521,17 @@ def _dedup(
     _report_skipped(corpus)
 
     fmt = output_format or default_output_format(corpus.family)
-    _combine_text(corpus)
-    batch = arrow_to_batch(corpus.table.column(corpus.text_column))
+    pa.default_memory_pool().release_unused()  # the reader's blocks
     with _progress(err) as on_progress:
         against: AgainstResult | None = None
-        if index is None:
-            result = find_duplicates(batch, config, progress=on_progress)
+        if index is None:  # the text as read, chunk by chunk: never copied
+            texts = arrow_to_batches(corpus.table.column(corpus.text_column))
+            result = find_duplicates(texts, config, progress=on_progress)
             figures = result.summary()
             t_write = time.perf_counter()
         else:
+            _combine_text(corpus)
+            batch = arrow_to_batch(corpus.table.column(corpus.text_column))
             try:
                 against = dedup_against(batch, index, config, progress=on_progress)
             except ConfigError as exc:

@@ -21,7 +21,7 @@ from neardup.core.clusters import Clusters, assign_clusters
 from neardup.core.lsh import Buckets, band_keys, build_buckets, candidate_pairs
 from neardup.core.minhash import MinHasher, estimate_pairs
 from neardup.core.params import lsh_shape, s_curve
-from neardup.core.shingles import shingle_sets
+from neardup.core.shingles import ShingleSets, shingle_sets
 from neardup.core.text import TextBatch, encode_texts
 from neardup.core.verify import exact_jaccard_pairs
 from neardup.errors import MissingColumnError
@@ -131,13 +131,14 @@ def _noop(stage: str, done: int, total: int) -> None:
 
 
 def find_duplicates(
-    batch: TextBatch,
+    batch: TextBatch | Sequence[TextBatch],
     config: DedupConfig | None = None,
     *,
     lengths: np.ndarray | None = None,
     progress: Progress | None = None,
 ) -> DedupResult:
-    """Run the whole pipeline on one batch of documents.
+    """Run the whole pipeline on one batch of documents, or on batches in a row (the chunks of
+    an Arrow column, see :func:`arrow_to_batches`: the text is never copied into one buffer).
 
     ``lengths`` (characters per document) is needed by the ``longest`` and
     ``shortest`` keeper policies; it is computed from the batch if omitted.
@@ -145,7 +146,10 @@ def find_duplicates(
     cfg = config or DedupConfig()
     report = progress or _noop
     clock = _Clock()
-    n = len(batch)
+    chunks = [batch] if isinstance(batch, TextBatch) else list(batch) or [encode_texts([])]
+    firsts = np.zeros(len(chunks) + 1, dtype=np.int64)
+    np.cumsum([len(c) for c in chunks], out=firsts[1:])
+    n = int(firsts[-1])
     bands, rows = lsh_shape(cfg.lsh, cfg.minhash)
     hasher = MinHasher(cfg.minhash, cfg.text, cfg.shingle)
 
@@ -153,11 +157,14 @@ def find_duplicates(
         sigs = np.empty((n, cfg.minhash.num_perm), dtype=np.uint32)
         counts = np.empty(n, dtype=np.int64)
         report("signatures", 0, n)
-        for lo in range(0, n, _CHUNK):
-            hi = min(n, lo + _CHUNK)
-            sub = TextBatch(batch.data, batch.offsets[lo : hi + 1])
-            sigs[lo:hi], counts[lo:hi] = hasher.signatures_with_counts(sub)
-            report("signatures", hi, n)
+        for chunk, first in zip(chunks, firsts.tolist(), strict=False):
+            for lo in range(0, len(chunk), _CHUNK):
+                hi = min(len(chunk), lo + _CHUNK)
+                sub = TextBatch(chunk.data, chunk.offsets[lo : hi + 1])
+                sigs[first + lo : first + hi], counts[first + lo : first + hi] = (
+                    hasher.signatures_with_counts(sub)
+                )
+                report("signatures", first + hi, n)
 
     with clock.stage("buckets"):
         report("buckets", 0, bands)
@@ -175,7 +182,7 @@ def find_duplicates(
         with clock.stage("verify"):
             report("verify", 0, candidate_count)
             docs = np.unique(np.concatenate((left, right)))
-            sets = shingle_sets(batch, docs, counts, cfg.text, cfg.shingle)
+            sets = _shingle_sets(chunks, firsts, docs, counts, cfg)
             jaccard = exact_jaccard_pairs(sets, n, left, right)
             ok = jaccard >= cfg.lsh.threshold
             left, right, jaccard, estimated = left[ok], right[ok], jaccard[ok], estimated[ok]
@@ -195,7 +202,7 @@ def find_duplicates(
 
     with clock.stage("clusters"):
         if cfg.keep != "first" and lengths is None:
-            lengths = char_lengths(batch)
+            lengths = np.concatenate([char_lengths(c) for c in chunks]) if n else np.zeros(0, np.int64)
         clusters = assign_clusters(n, left, right, keep=cfg.keep, lengths=lengths)
         report("clusters", 1, 1)
 
@@ -213,12 +220,45 @@ def find_duplicates(
     )
 
 
+def _shingle_sets(
+    chunks: list[TextBatch], firsts: np.ndarray, docs: np.ndarray, counts: np.ndarray, cfg: DedupConfig
+) -> ShingleSets:
+    """Shingle sets of documents ``docs`` (sorted) of ``chunks`` (chunk k holds the documents
+    from ``firsts[k]``); across chunks, the documents' text is gathered into one batch first."""
+    if len(chunks) == 1 or docs.size == 0:
+        return shingle_sets(chunks[0], docs, counts, cfg.text, cfg.shingle)
+    owner = np.searchsorted(firsts, docs, side="right") - 1
+    picked: list[pa.Array] = []
+    for k in np.unique(owner).tolist():
+        chunk = chunks[k]
+        buffers = [None, pa.py_buffer(chunk.offsets), pa.py_buffer(chunk.data)]
+        texts = pa.Array.from_buffers(pa.large_binary(), len(chunk), buffers)
+        picked.append(texts.take(pa.array(docs[owner == k] - firsts[k], pa.int64())))
+    texts = pa.concat_arrays(picked)  # the documents' bytes, copied once, in ``docs`` order
+    _, off_buf, data_buf = texts.buffers()
+    offsets = np.frombuffer(off_buf, dtype=np.int64)[texts.offset : texts.offset + len(texts) + 1]
+    data = (
+        np.frombuffer(data_buf, dtype=np.uint8)
+        if data_buf is not None and data_buf.size
+        else np.zeros(1, np.uint8)
+    )
+    gathered = TextBatch(data, np.ascontiguousarray(offsets))
+    sets = shingle_sets(gathered, np.arange(docs.size), counts[docs], cfg.text, cfg.shingle)
+    return ShingleSets(docs, sets.starts, sets.lengths, sets.values)
+
+
 def char_lengths(batch: TextBatch) -> np.ndarray:
     """Characters per document: UTF-8 bytes that do not continue a character."""
     starts = (batch.data & 0xC0) != 0x80
     cum = np.concatenate(([0], np.cumsum(starts[: int(batch.offsets[-1])], dtype=np.int64)))
     lengths: np.ndarray = cum[batch.offsets[1:]] - cum[batch.offsets[:-1]]
     return lengths
+
+
+def arrow_to_batches(column: pa.Array | pa.ChunkedArray) -> list[TextBatch]:
+    """A string column as one :class:`TextBatch` per chunk, without copying the text."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    return [arrow_to_batch(chunk) for chunk in chunks if len(chunk)] or [arrow_to_batch(column)]
 
 
 def arrow_to_batch(column: pa.Array | pa.ChunkedArray) -> TextBatch:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -158,73 +158,3 @@ def json_text(values: list[Any]) -> pa.Array:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
     return pa.array([dump(v) for v in values], pa.string())
-
-
-class _TextGather:
-    """A string column gathered block by block into one buffer, so that the text is one chunk
-    without a final copy of it all (``combine_chunks`` would hold it twice).
-
-    ``capacity`` is a guess at the total bytes (the file size); the buffer grows when short.
-    Untouched bytes of the buffer are never resident.
-    """
-
-    def __init__(self, capacity: int) -> None:
-        self.data = np.empty(max(capacity, 1 << 16), dtype=np.uint8)
-        self.size = 0
-        self.offsets: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
-        self.valid: list[np.ndarray] = []
-        self.nulls = 0
-
-    def add(self, column: pa.Array) -> None:
-        column = column.cast(pa.large_string())
-        _, off_buf, data_buf = column.buffers()
-        offsets = np.frombuffer(off_buf, dtype=np.int64)[column.offset : column.offset + len(column) + 1]
-        lo, hi = int(offsets[0]), int(offsets[-1])
-        if self.size + hi - lo > self.data.size:
-            grown = np.empty(max(2 * self.data.size, self.size + hi - lo), dtype=np.uint8)
-            grown[: self.size] = self.data[: self.size]
-            self.data = grown
-        if hi > lo:
-            self.data[self.size : self.size + hi - lo] = np.frombuffer(data_buf, dtype=np.uint8)[lo:hi]
-        self.offsets.append(offsets[1:] - lo + self.size)
-        self.size += hi - lo
-        self.valid.append(column.is_valid().to_numpy(zero_copy_only=False))
-        self.nulls += column.null_count
-
-    def finish(self) -> pa.Array:
-        offsets = np.concatenate(self.offsets)
-        rows = offsets.size - 1
-        validity = None
-        if self.nulls:
-            validity = pa.py_buffer(np.packbits(np.concatenate(self.valid), bitorder="little"))
-        data = pa.py_buffer(self.data[: self.size])
-        if self.size < 1 << 31:  # pyarrow's readers give `string`; keep it
-            return pa.StringArray.from_buffers(
-                rows, pa.py_buffer(offsets.astype(np.int32)), data, validity, self.nulls
-            )
-        return pa.LargeStringArray.from_buffers(rows, pa.py_buffer(offsets), data, validity, self.nulls)
-
-
-def stream_size(stream: Any) -> int:
-    """The bytes a pyarrow input stream holds, or 0 when it cannot tell (a gzip stream)."""
-    try:
-        return int(stream.size())
-    except (AttributeError, pa.ArrowException, OSError, ValueError):
-        return 0
-
-
-def gather_batches(
-    batches: Iterable[pa.RecordBatch], schema: pa.Schema, column: str, capacity: int
-) -> pa.Table:
-    """The table of ``batches``, with string ``column`` (if the schema has it so) in one chunk,
-    gathered as the batches arrive so that only one block of it is held twice at a time."""
-    at = schema.get_field_index(column)
-    if at < 0 or not pa.types.is_string(schema.field(at).type):
-        return pa.Table.from_batches(list(batches), schema=schema)
-    text = _TextGather(capacity)
-    rest: list[pa.RecordBatch] = []
-    for batch in batches:
-        text.add(batch.column(at))
-        rest.append(batch.drop_columns([column]))
-    table = pa.Table.from_batches(rest, schema=schema.remove(at))
-    return table.add_column(at, schema.field(at), text.finish())

@@ -25,14 +25,12 @@ from neardup.io._common import (
     Part,
     Problems,
     block_size_for,
-    gather_batches,
     head,
     is_text_type,
     json_text,
     json_type,
     read_bytes,
     split_lines,
-    stream_size,
     temporal_columns,
     utf8_reason,
 )
@@ -68,7 +66,7 @@ def _arrow_read(source: Source, text_column: str, block_size: int) -> pa.Table |
             explicit_schema=pa.schema([(name, pa.string()) for name in strings]),
             unexpected_field_behavior="infer",
         )
-        table = _parse(source, read, parse, text_column)
+        table = _parse(source, read, parse)
         temporal = temporal_columns(table)
         if not temporal:
             break
@@ -91,7 +89,7 @@ def _arrow_read(source: Source, text_column: str, block_size: int) -> pa.Table |
     return table
 
 
-def _parse(source: Source, read: pj.ReadOptions, parse: pj.ParseOptions, text_column: str) -> pa.Table:
+def _parse(source: Source, read: pj.ReadOptions, parse: pj.ParseOptions) -> pa.Table:
     """The file parsed block by block (the raw bytes are never held whole), or by ``read_json``
     when a later block gives a column a type the first did not (the block-wise reader fixes the
     types from the first block; ``read_json`` unifies them over the file) or a record is longer
@@ -100,7 +98,7 @@ def _parse(source: Source, read: pj.ReadOptions, parse: pj.ParseOptions, text_co
     blocks = pj.ReadOptions(block_size=min(read.block_size, STREAM_BLOCK_SIZE))
     try:
         reader = pj.open_json(stream, read_options=blocks, parse_options=parse)
-        return gather_batches(reader, reader.schema, text_column, stream_size(stream) or BLOCK_SIZE)
+        return pa.Table.from_batches(list(reader), schema=reader.schema)
     except pa.ArrowInvalid:
         return pj.read_json(source(), read_options=read, parse_options=parse)
 
