@@ -62,3 +62,23 @@ def test_char_shingles_one_and_two_workers_agree(tmp_path: Path) -> None:
     corpus = _corpus(tmp_path / "c.jsonl")
     extra = ("--shingle", "char", "--ngram", "4")
     assert _run(corpus, tmp_path / "one", 1, *extra) == _run(corpus, tmp_path / "two", 2, *extra)
+
+
+def _in_threads_squares() -> list[int]:
+    from neardup.core.jit import in_threads
+
+    out = [0, 0, 0]
+    in_threads(lambda part: out.__setitem__(part, part * part), 3)
+    return out
+
+
+def test_kernel_threads_in_a_forked_child() -> None:
+    """The kernel threads are kept for the process; a forked child (which has none of the
+    parent's threads) still runs its kernels on threads."""
+    import multiprocessing
+    import time
+
+    assert _in_threads_squares() == [0, 1, 4]  # the parent's pool now exists
+    time.sleep(0.2)  # and its threads are idle: a child would count on them
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.apply_async(_in_threads_squares).get(timeout=60) == [0, 1, 4]

@@ -6,6 +6,7 @@ together, times them and reports progress through an optional callback.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ import pyarrow.compute as pc
 
 from neardup.config import DedupConfig
 from neardup.core.clusters import Clusters, assign_clusters
+from neardup.core.jit import in_threads, threads
 from neardup.core.lsh import Buckets, band_keys, build_buckets, candidate_pairs
 from neardup.core.minhash import MinHasher, estimate_pairs
 from neardup.core.params import lsh_shape, s_curve
@@ -30,7 +32,7 @@ Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: called as a stage advances."""
 
 STAGES: tuple[str, ...] = ("signatures", "buckets", "pairs", "verify", "clusters")
-_CHUNK = 8192
+_PIECE = 1024  # documents a kernel thread takes at a time for signatures
 
 
 @dataclass(frozen=True)
@@ -157,14 +159,7 @@ def find_duplicates(
         sigs = np.empty((n, cfg.minhash.num_perm), dtype=np.uint32)
         counts = np.empty(n, dtype=np.int64)
         report("signatures", 0, n)
-        for chunk, first in zip(chunks, firsts.tolist(), strict=False):
-            for lo in range(0, len(chunk), _CHUNK):
-                hi = min(len(chunk), lo + _CHUNK)
-                sub = TextBatch(chunk.data, chunk.offsets[lo : hi + 1])
-                sigs[first + lo : first + hi], counts[first + lo : first + hi] = (
-                    hasher.signatures_with_counts(sub)
-                )
-                report("signatures", first + hi, n)
+        _signatures(hasher, chunks, firsts, sigs, counts, lambda done: report("signatures", done, n))
 
     with clock.stage("buckets"):
         report("buckets", 0, bands)
@@ -218,6 +213,47 @@ def find_duplicates(
         candidate_count=candidate_count,
         seconds=clock.seconds,
     )
+
+
+def _signatures(
+    hasher: MinHasher,
+    chunks: list[TextBatch],
+    firsts: np.ndarray,
+    sigs: np.ndarray,
+    counts: np.ndarray,
+    report: Callable[[int], None],
+) -> None:
+    """Signatures and shingle counts of every document into ``sigs`` and ``counts``.
+
+    The documents are cut into pieces of at most ``_PIECE`` (never across chunks), and the
+    kernel threads take the next piece as they finish one: chunks of a few hundred
+    documents (an Arrow column as read) keep both threads busy to the end, where splitting
+    each chunk between the threads left one waiting at the end of every chunk. Only this
+    thread reports progress.
+    """
+    pieces = [
+        (k, lo, min(len(chunk), lo + _PIECE))
+        for k, chunk in enumerate(chunks)
+        for lo in range(0, len(chunk), _PIECE)
+    ]
+    workers = min(threads(), len(pieces))
+    taken = itertools.count()  # next() on it is atomic: each piece goes to one thread
+    done = [0]
+
+    def work(worker: int) -> None:
+        while (i := next(taken)) < len(pieces):
+            k, lo, hi = pieces[i]
+            chunk, first = chunks[k], int(firsts[k])
+            sub = TextBatch(chunk.data, chunk.offsets[lo : hi + 1])
+            sigs[first + lo : first + hi], counts[first + lo : first + hi] = hasher.signatures_with_counts(
+                sub, parallel=workers <= 1
+            )
+            done[0] += hi - lo
+            if worker == 0:
+                report(done[0])
+
+    in_threads(work, workers)
+    report(int(firsts[-1]))
 
 
 def _shingle_sets(

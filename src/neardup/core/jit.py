@@ -18,6 +18,8 @@ kernel, whose compile (parfors) costs seconds. The thread count is numba's
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, cast
@@ -46,14 +48,35 @@ def threads() -> int:
     return int(numba.get_num_threads())
 
 
+_pool: tuple[ThreadPoolExecutor, int, int] | None = None  # the pool, its size, its process
+_pool_lock = threading.Lock()
+
+
+def _helpers(count: int) -> ThreadPoolExecutor:
+    """A pool of at least ``count`` threads kept for the process: a run makes hundreds of
+    parallel calls (one per Arrow chunk of text), and starting threads for each cost a tenth
+    of the signature stage. A forked child (whose copy of the pool has no threads) makes its own."""
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool[1] < count or _pool[2] != os.getpid():
+            pool = ThreadPoolExecutor(max_workers=count, thread_name_prefix="neardup-kernel")
+            _pool = (pool, count, os.getpid())
+        return _pool[0]
+
+
 def in_threads(task: Callable[[int], object], parts: int) -> None:
-    """``task(0)``, ..., ``task(parts - 1)``, each on a thread of its own when there are several."""
+    """``task(0)``, ..., ``task(parts - 1)``, each on a thread of its own when there are several:
+    ``task(0)`` on this thread, the others on the process's kernel threads. Tasks must not call
+    ``in_threads`` themselves (they run kernels)."""
     if parts <= 1:
         task(0)
         return
-    with ThreadPoolExecutor(max_workers=parts) as pool:
-        for _ in pool.map(task, range(parts)):
-            pass
+    others = [_helpers(parts - 1).submit(task, part) for part in range(1, parts)]
+    try:
+        task(0)
+    finally:
+        for done in others:
+            done.result()
 
 
 def in_ranges(task: Callable[[int, int], object], size: int, serial_below: int) -> None:

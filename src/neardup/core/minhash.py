@@ -60,8 +60,11 @@ class MinHasher:
         self._perms = pack_permutations(self.a, self.b)
         self._flags = tokenizer_flags(self.text, self.shingle)
 
-    def signatures_with_counts(self, batch: TextBatch) -> tuple[np.ndarray, np.ndarray]:
-        """``(signatures uint32[n, num_perm], shingle counts int64[n])`` of a batch."""
+    def signatures_with_counts(
+        self, batch: TextBatch, *, parallel: bool = True
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(signatures uint32[n, num_perm], shingle counts int64[n])`` of a batch, on the
+        kernel threads (on this thread only, when not ``parallel``)."""
         n_docs = len(batch)
         out = np.empty((n_docs, self.minhash.num_perm), dtype=np.uint32)
         counts = np.empty(n_docs, dtype=np.int64)
@@ -79,6 +82,7 @@ class MinHasher:
             values=np.empty(0, dtype=np.uint64),
             bounds=np.zeros(1, dtype=np.int64),
             lengths=np.empty(0, dtype=np.int64),
+            parallel=parallel,
         )
         return out, counts
 

@@ -549,8 +549,10 @@ def scan_batch(
     values: np.ndarray,
     bounds: np.ndarray,
     lengths: np.ndarray,
+    parallel: bool = True,
 ) -> None:
-    """``scan_part`` over all of ``docs``: on this thread for a few documents, else in parallel."""
+    """``scan_part`` over all of ``docs``: on this thread for a few documents (or when not
+    ``parallel``: the caller runs several scans side by side), else on the kernel threads."""
     check_n(n)
     args = (
         readonly(data),
@@ -569,7 +571,7 @@ def scan_batch(
     )
     m = docs.size
     blocks = -(-m // _BLOCK)
-    parts = 1 if m < SERIAL_BELOW else min(blocks, threads())
+    parts = 1 if m < SERIAL_BELOW or not parallel else min(blocks, threads())
     in_threads(lambda part: scan_part(*args, None, None, part, parts), parts)
 
 
