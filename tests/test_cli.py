@@ -298,3 +298,25 @@ def test_html_folder_and_text_lines(tmp_path: Path) -> None:
         3,
         1,
     )
+
+
+def test_command_exit_codes_and_flushed_output(tmp_path: Path) -> None:
+    """The command (``run``: ``main`` without the interpreter's teardown) keeps main's exit codes
+    and writes all of standard output and error before it leaves."""
+    import subprocess
+    import sys
+
+    def command(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "neardup.cli", *args], capture_output=True, text=True, check=False
+        )
+
+    done = command("dedup", "--demo", "-o", str(tmp_path / "out"), "--json", "-q")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["input_rows"] > 10  # the whole summary, flushed
+    missing = tmp_path / "missing.jsonl"
+    done = command("dedup", str(missing), "-o", str(tmp_path / "o2"))
+    assert done.returncode == 1
+    assert done.stderr == f"neardup: error: {missing}: no such file or directory\n"
+    done = command("dedup", "--demo", "-o", str(tmp_path / "o3"), "--threshold", "2")
+    assert (done.returncode, done.stderr) == (2, "neardup: error: threshold must be in (0, 1], got 2.0\n")

@@ -1220,5 +1220,27 @@ def index_stats(index_url: str, as_json: bool) -> None:
     Console(soft_wrap=True).print(table)
 
 
+def run() -> NoReturn:
+    """The ``neardup`` command: :func:`main`, then out without the interpreter's teardown.
+
+    Tearing down (freeing every object and module one by one) took 0.4-0.5 s after a run on
+    100,000 documents, about a tenth of the run. Everything the command does is finished and
+    closed by then (outputs committed, work dirs and locks released in ``with`` blocks); only
+    standard output and error are left to flush, as ``mypy`` does the same.
+    """
+    try:
+        main()
+        code: object = 0
+    except SystemExit as exc:
+        code = exc.code
+    if code is not None and not isinstance(code, int):
+        click.echo(str(code), err=True)
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe or stream
+            stream.flush()
+    os._exit(code or 0)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    run()
