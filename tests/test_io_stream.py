@@ -245,3 +245,14 @@ def test_file_stamps_name_an_unreadable_file(tmp_path: Path) -> None:
     path.write_text("{}\n")
     ((_, size, mtime),) = file_stamps([path])
     assert size == 3 and mtime == os.stat(path).st_mtime_ns
+
+
+def test_hex_strings_are_sixteen_lower_case_digits() -> None:
+    import numpy as np
+
+    from neardup.outputs import hex_strings
+
+    values = np.random.default_rng(7).integers(0, 2**64 - 1, 5000, dtype=np.uint64, endpoint=True)
+    values[:4] = [0, 1, 2**63, 2**64 - 1]
+    assert hex_strings(values).to_pylist() == [f"{int(v):016x}" for v in values]
+    assert hex_strings(values[:0]).to_pylist() == []

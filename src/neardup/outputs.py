@@ -48,15 +48,16 @@ def _id_lists(ids: pa.Array, offsets: np.ndarray, members: np.ndarray) -> pa.Arr
     return pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), _ids_at(ids, members))
 
 
+_HEX_PAIRS = np.frombuffer("".join(f"{b:02x}" for b in range(256)).encode(), dtype=np.uint16)
+"""The two hex digits of each byte value, as one uint16 holding them in memory order."""
+
+
 def hex_strings(values: np.ndarray) -> pa.Array:
     """uint64 values as 16-digit lower-case hex strings, without a loop per value."""
-    shifts = np.arange(60, -4, -4, dtype=np.uint64)
-    nibbles = (values.astype(np.uint64)[:, None] >> shifts) & np.uint64(0xF)
-    chars = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)[nibbles.astype(np.intp)]
+    big_endian = np.ascontiguousarray(values, dtype=">u8").view(np.uint8)
+    chars = _HEX_PAIRS[big_endian]  # two digits per byte, most significant byte first
     offsets = np.arange(0, 16 * values.size + 1, 16, dtype=np.int32)
-    return pa.StringArray.from_buffers(
-        values.size, pa.py_buffer(offsets.tobytes()), pa.py_buffer(chars.tobytes())
-    )
+    return pa.StringArray.from_buffers(values.size, pa.py_buffer(offsets), pa.py_buffer(chars))
 
 
 def bucket_table(buckets: Buckets, members: pa.Array) -> pa.Table:
