@@ -320,3 +320,53 @@ def test_command_exit_codes_and_flushed_output(tmp_path: Path) -> None:
     assert done.stderr == f"neardup: error: {missing}: no such file or directory\n"
     done = command("dedup", "--demo", "-o", str(tmp_path / "o3"), "--threshold", "2")
     assert (done.returncode, done.stderr) == (2, "neardup: error: threshold must be in (0, 1], got 2.0\n")
+
+
+def test_command_runs_without_pandas_and_the_library_keeps_it(tmp_path: Path) -> None:
+    """pyarrow would import pandas (where installed) at its first numpy conversion; the command
+    hides it, deduplicates all the same (ids checked, JSON written) and never loads it."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("pandas") is None:
+        pytest.skip("pandas is not installed: nothing to hide")
+    texts = ["a cat sat on the warm mat", "rain fell over the quiet town", "ships sail at dawn from the bay"]
+    rows = [{"id": f"d{i}", "text": texts[i % 3]} for i in range(12)]
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    script = (
+        "import os, sys\n"
+        "real_exit = os._exit\n"
+        "def report_and_exit(code):\n"
+        "    print('pandas loaded:', sys.modules.get('pandas') is not None, flush=True)\n"
+        "    real_exit(code)\n"
+        "os._exit = report_and_exit\n"
+        "from neardup.cli import run\n"
+        "run()\n"
+    )
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-c", script, "dedup", str(corpus), "-o", str(out), "--id-column", "id", "-q"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "pandas loaded: False"
+    assert len((out / "deduped.jsonl").read_text(encoding="utf-8").splitlines()) == 3
+    # the library, imported as usual, leaves pandas alone
+    assert _pandas_after_a_numpy_conversion() is True
+
+
+def _pandas_after_a_numpy_conversion() -> bool:
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, pyarrow as pa, pyarrow.compute as pc, neardup\n"
+        "pc.utf8_length(pa.nulls(2, pa.string())).to_numpy(zero_copy_only=False)\n"
+        "print(sys.modules.get('pandas') is not None)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    return done.stdout.strip() == "True"
