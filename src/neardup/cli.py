@@ -41,7 +41,7 @@ from neardup.io import (
     read_corpus,
 )
 from neardup.io.stream import CorpusStream
-from neardup.outputs import against_tables, write_outputs
+from neardup.outputs import WRITE_ROWS, against_tables, write_outputs
 from neardup.pipeline import STAGES as PIPELINE_STAGES
 from neardup.pipeline import arrow_to_batch, arrow_to_batches, find_duplicates
 from neardup.sizes import format_size, parse_size
@@ -50,7 +50,6 @@ EXIT_INPUT = 1
 EXIT_USAGE = 2
 _MAX_SKIP_LINES = 20
 _D = DedupConfig()  # the defaults shown in --help
-_WRITE_ROWS = 8192  # input rows per piece of annotated / deduped / duplicates
 _WRITE_ITEMS = 1 << 20  # ids per slice of clusters / candidate_pairs / lsh_buckets
 
 
@@ -556,7 +555,7 @@ def _dedup(
                     write_outputs(
                         target,
                         fmt,
-                        inputs=(corpus.table.slice(lo, _WRITE_ROWS) for lo in range(0, rows, _WRITE_ROWS)),
+                        inputs=(corpus.table.slice(lo, WRITE_ROWS) for lo in range(0, rows, WRITE_ROWS)),
                         schema=corpus.table.schema,
                         ids=corpus.table.column(corpus.id_column).combine_chunks(),
                         result=result,

@@ -15,7 +15,7 @@ persistent index (ids become strings and ``matched_index`` marks what the index 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -311,6 +311,10 @@ def bucket_tables(ids: pa.Array, buckets: Buckets, *, max_items: int) -> Iterato
 
 
 _ROW_TABLES = ("annotated", "deduped", "duplicates")
+WRITE_ROWS = 8192
+"""Input rows per piece of ``annotated``, ``deduped`` and ``duplicates`` (the callers of
+:func:`write_outputs` slice their input so): small pieces keep few rows in flight, and
+making one piece overlaps writing the one before."""
 
 
 def write_outputs(
@@ -341,17 +345,21 @@ def write_outputs(
     # GIL: with more than one worker the three files are written side by side, each in order.
     workers = min(len(_ROW_TABLES), threads())
     with ThreadPoolExecutor(max_workers=workers) as pool:
+        writing: list[Future[None]] = []  # the previous piece's writes, while this one is made
         for table in inputs:
             row_pieces = annotate(table, ids, clusters, start)
+            for done in writing:
+                done.result()
+            pa.default_memory_pool().release_unused()
             if workers > 1:
-                for done in [pool.submit(writers[name].write, piece) for name, piece in row_pieces.items()]:
-                    done.result()
+                writing = [pool.submit(writers[name].write, piece) for name, piece in row_pieces.items()]
             else:
                 for name, piece in row_pieces.items():
                     writers[name].write(piece)
             start += table.num_rows
             report("write", start, rows)
-            pa.default_memory_pool().release_unused()
+        for done in writing:
+            done.result()
     for name, pieces in (
         ("clusters", cluster_tables(ids, clusters, max_items=max_items)),
         ("candidate_pairs", pair_tables(ids, result.pairs, max_items=max_items)),
