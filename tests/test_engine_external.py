@@ -321,3 +321,43 @@ def test_bad_arguments(tmp_path: Path) -> None:
         dedup_external(table, work_dir=tmp_path, text_column="body")
     with pytest.raises(InputError, match="column 'id' is int64, not text"):
         dedup_external(pa.table({"id": [1, 2]}), work_dir=tmp_path, text_column="id")
+
+
+def test_prefetched_reads_one_item_ahead_in_order_and_raises_in_place() -> None:
+    """The engine's reads run one batch ahead on a thread: same items, same order, never more
+    than one made ahead, a failure raised where its item would have been, an early stop clean."""
+    import threading
+
+    from neardup.engines.source import prefetched
+
+    made: list[int] = []
+    got: list[int] = []
+    ahead: list[int] = []
+    lock = threading.Lock()
+
+    def items(fail_at: int | None = None) -> Iterable[int]:
+        for i in range(6):
+            with lock:
+                ahead.append(len(made) - len(got))  # made, not yet taken
+                made.append(i)
+            if i == fail_at:
+                raise InputError(f"bad batch {i}")
+            yield i
+
+    for item in prefetched(items()):
+        got.append(item)
+    assert got == list(range(6))
+    assert max(ahead) <= 1  # at most the item being handed out plus one made ahead
+
+    made.clear()
+    got.clear()
+    with pytest.raises(InputError, match="bad batch 3"):
+        for item in prefetched(items(fail_at=3)):
+            got.append(item)
+    assert got == [0, 1, 2]
+
+    made.clear()
+    stream = prefetched(items())
+    assert next(iter(stream)) == 0
+    stream.close()  # type: ignore[attr-defined]  # a generator: stops the reading thread
+    assert len(made) <= 2

@@ -68,8 +68,9 @@ class Plan:
         return cls(
             memory_limit=memory_limit,
             chunk_rows=max(1, min(1 << 18, stage // row_bytes)),
-            # the text is held twice (the source's batch and the combined chunk) and the
-            # shingle capacity of the verification pass is up to one uint64 per byte
+            # the text is held twice (the source's batch and the combined chunk), next to the
+            # source's next batch, read ahead (``source.prefetched``), and the shingle
+            # capacity of the verification pass is up to one uint64 per byte
             chunk_bytes=max(1, stage // 12),
             # build_buckets holds about a dozen values of 8 bytes per record at its peak
             bucket_rows=max(16, stage // 112),

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import pyarrow as pa
@@ -19,6 +20,7 @@ from neardup.core.text import TextBatch
 from neardup.errors import InputError, MissingColumnError
 from neardup.pipeline import arrow_to_batch
 
+_T = TypeVar("_T")
 Source = Callable[[], Iterable[pa.RecordBatch | pa.Table]]
 """``source()`` -> a fresh iterable of record batches or tables, the same rows each time."""
 
@@ -59,6 +61,27 @@ def _text_arrays(source: Source, text_column: str) -> Iterator[pa.Array]:
                 yield chunk.cast(pa.large_string())
 
 
+_END = object()
+
+
+def prefetched(items: Iterable[_T]) -> Iterator[_T]:
+    """``items`` in order, the next one made on another thread while the caller works on this one.
+
+    Reading and decoding an input batch (Parquet, Arrow IPC, casts) releases the GIL, so it
+    overlaps the compiled stages, which leave a core idle between calls. One item is made
+    ahead, never more; an exception from ``items`` is raised here, in its place.
+    """
+    source = iter(items)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-read") as pool:
+        ahead = pool.submit(next, source, _END)
+        while True:
+            item = ahead.result()
+            if item is _END:
+                return
+            ahead = pool.submit(next, source, _END)
+            yield cast(_T, item)
+
+
 def _byte_ends(arr: pa.Array) -> np.ndarray:
     """Cumulative UTF-8 bytes after each row of a large_string array."""
     offsets: np.ndarray = np.frombuffer(arr.buffers()[1], dtype=np.int64)
@@ -81,7 +104,7 @@ def text_chunks(
     pending: list[pa.Array] = []
     rows = 0
     size = 0
-    for arr in _text_arrays(source, text_column):
+    for arr in prefetched(_text_arrays(source, text_column)):
         if row + len(arr) <= skip:
             row += len(arr)
             continue
