@@ -268,7 +268,7 @@ def no_permutations() -> Permutations:
     return Permutations(u32, u32, u64, u64, u64)
 
 
-@njit(cache=True, no_cfunc_wrapper=True)  # compiled once, not copied into its three call sites
+@kernel  # compiled once, not copied into its three call sites in the tokeniser
 def update_signature(
     sig: np.ndarray, shingles: np.ndarray, lo: int, hi: int, perms: Permutations, work: np.ndarray
 ) -> None:
