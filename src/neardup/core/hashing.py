@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from neardup.core.jit import helper, kernel
+from neardup.core.jit import helper, hot_helper, kernel
 
 U64 = np.uint64
 _P1 = U64(11400714785074694791)
@@ -151,7 +151,7 @@ def xxh64_lanes(lanes: np.ndarray, start: int, count: int) -> np.uint64:
     return _avalanche(h)
 
 
-@helper
+@hot_helper
 def xxh64_short(tail: np.uint64, length: int) -> np.uint64:
     """XXH64 (seed 0) of ``length`` <= 8 bytes, held little-endian in ``tail``.
 
@@ -175,7 +175,7 @@ def xxh64_short(tail: np.uint64, length: int) -> np.uint64:
     return _avalanche(lane if length == 8 else h)
 
 
-@helper
+@hot_helper
 def xxh64_stream_lane(state: np.ndarray, lane: np.uint64, length: int) -> None:
     """Feed the next 8-byte lane of a stream into a streaming XXH64 (seed 0).
 
@@ -201,7 +201,7 @@ def xxh64_stream_lane(state: np.ndarray, lane: np.uint64, length: int) -> None:
         state[7] = U64(lanes + 1)
 
 
-@helper
+@hot_helper
 def xxh64_stream_digest(state: np.ndarray, tail: np.uint64, tail_bits: int, length: int) -> np.uint64:
     """XXH64 (seed 0) of a stream of ``length`` bytes: the lanes fed to ``state`` with
     ``xxh64_stream_lane``, then ``tail_bits / 8`` bytes (up to a whole lane) in ``tail``."""

@@ -78,7 +78,7 @@ _HIGH = U64(0x8080808080808080)
 _ONES = U64(0x0101010101010101)
 
 
-@helper
+@hot_helper
 def _bytes_in(w: np.uint64, lo: np.uint64, hi: np.uint64) -> np.uint64:
     """0x80 in each byte of ``w`` (all < 0x80) that lies in ``[lo, hi]``, 0 elsewhere."""
     return ((w | _HIGH) - _ONES * lo) & ((_ONES * hi | _HIGH) - w) & _HIGH

@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from neardup.config import ShingleConfig, TextConfig
-from neardup.core.jit import helper
+from neardup.core.jit import helper, hot_helper
 from neardup.core.unicode_table import (
     HAS_CANON,
     HAS_COMPAT,
@@ -78,7 +78,7 @@ def tokenizer_flags(text: TextConfig, shingle: ShingleConfig | None = None) -> i
     return flags
 
 
-@helper
+@hot_helper
 def _decode(data: np.ndarray, p: int, end: int) -> tuple[int, int]:
     """One code point from UTF-8 at ``p``, and where the next starts; malformed bytes
     decode as U+FFFD.
