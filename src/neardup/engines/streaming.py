@@ -36,7 +36,7 @@ from neardup.engines import manifest
 from neardup.engines.external import ExternalResult, dedup_external
 from neardup.engines.manifest import check_input_identity, locked, manifest_for
 from neardup.engines.plan import Plan
-from neardup.engines.source import fingerprint
+from neardup.engines.source import fingerprint, prefetched
 from neardup.errors import ConfigError, InputError
 from neardup.io import OutputDir, ReadOptions, expand_inputs
 from neardup.io.inputs import detect_format
@@ -198,7 +198,7 @@ class StreamingRun:
         write_outputs(
             target,
             fmt,
-            inputs=_slices(stream.tables(), WRITE_ROWS),
+            inputs=_slices(prefetched(stream.tables()), WRITE_ROWS),
             schema=stream.schema,
             ids=stream.ids(),
             result=result,
