@@ -25,6 +25,7 @@ from rich.table import Table
 
 from neardup import __version__
 from neardup.config import KEEP_POLICIES, DedupConfig, KeepPolicy, ShingleMode
+from neardup.core.jit import threads
 from neardup.core.params import lsh_shape, s_curve
 from neardup.engines.plan import MIN_MEMORY_LIMIT, default_memory_limit
 from neardup.engines.streaming import WORK_DIR_NAME, StreamingRun, fits_in_memory, in_memory_estimate
@@ -45,6 +46,7 @@ from neardup.outputs import WRITE_ROWS, against_tables, write_outputs
 from neardup.pipeline import STAGES as PIPELINE_STAGES
 from neardup.pipeline import arrow_to_batch, arrow_to_batches, find_duplicates
 from neardup.sizes import format_size, parse_size
+from neardup.warm import start_if_cold
 
 EXIT_INPUT = 1
 EXIT_USAGE = 2
@@ -345,6 +347,8 @@ def dedup(
     limit = _memory_limit(memory_limit)
     if workers is not None:
         _set_workers(workers)
+    if threads() > 1:
+        start_if_cold()  # a cold cache: the later stages' kernels compile on another core
 
     streaming = _streaming(inputs, demo=demo, work_dir=work_dir, memory_limit=limit, against=against)
     if streaming:

@@ -1,0 +1,78 @@
+"""A cold start's compiling, on two cores: the later stages' kernels in a child process.
+
+With an empty numba cache (a fresh install, a new numba, a changed kernel) a run compiles every
+kernel it uses, one after another on one core: the tokeniser first, most of the time, then the
+kernels of the buckets, pairs, verification and clusters stages. :func:`start_if_cold` starts
+``python -m neardup.warm``, which compiles those later kernels into numba's on-disk cache on
+another core while this process compiles the tokeniser; when this process reaches them, it
+loads them from the cache. The child runs the stages' own functions on a few made-up
+signatures and shingle sets, so it compiles them for the argument types a real run passes.
+
+Nothing depends on the child: if it fails, is slow, or finds the cache warm, this process
+compiles or loads as it would have. It is started only when the tokeniser's cache entry is
+missing, so a warm run starts no process.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any
+
+import numpy as np
+
+
+def _cache_is_cold() -> bool:
+    """Whether numba's on-disk cache holds no entry of the tokeniser's kernel (so this run compiles)."""
+    from neardup.core.scan import scan_part
+
+    dispatcher: Any = scan_part
+    try:  # numba's cache layout, not a public API: anything unexpected means "do not warm"
+        index = dispatcher._cache._cache_file._index_path
+    except AttributeError:
+        return False
+    return isinstance(index, str) and not os.path.exists(index)
+
+
+def start_if_cold() -> subprocess.Popen[bytes] | None:
+    """Start compiling the later stages' kernels in a child process, if the cache is cold."""
+    if os.environ.get("NUMBA_DISABLE_JIT", "0") != "0" or not _cache_is_cold():
+        return None
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "neardup.warm"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # an interrupt of the command does not reach it
+        )
+    except OSError:
+        return None
+
+
+def compile_later_stages() -> None:
+    """Run buckets, candidate pairs, estimates, exact verification and clusters on made-up
+    inputs of the types :func:`neardup.find_duplicates` passes them."""
+    from neardup.core.clusters import assign_clusters
+    from neardup.core.lsh import band_keys, build_buckets, candidate_pairs
+    from neardup.core.minhash import estimate_pairs
+    from neardup.core.shingles import ShingleSets
+    from neardup.core.verify import exact_jaccard_pairs
+
+    n, num_perm = 8, 16
+    sigs = np.random.default_rng(0).integers(0, 1 << 32, (n, num_perm), dtype=np.uint32)
+    sigs[1] = sigs[0]  # one candidate pair at least
+    counts = np.full(n, 3, dtype=np.int64)
+    buckets = build_buckets(band_keys(sigs, 4, 4), eligible=counts > 0)
+    left, right = candidate_pairs(buckets, 100)
+    estimate_pairs(sigs, left, right)
+    sets = ShingleSets.from_sets([np.arange(k, k + 3, dtype=np.uint64) for k in range(n)])
+    exact_jaccard_pairs(
+        ShingleSets(np.arange(n, dtype=np.int64), sets.starts, sets.lengths, sets.values), n, left, right
+    )
+    assign_clusters(n, left, right)
+
+
+if __name__ == "__main__":  # pragma: no cover (run as a child process)
+    compile_later_stages()

@@ -1,0 +1,82 @@
+"""The cold-start helper: the later stages' kernels compiled in a child process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+# the compiled functions of the stages after the signatures, with the argument types they were
+# compiled or loaded for in the process
+_SIGNATURES_SCRIPT = """
+import json, sys
+import numba
+from neardup.core import clusters, lsh, minhash, verify
+{run}
+out = {{}}
+for module in (clusters, lsh, minhash, verify):
+    for name, value in vars(module).items():
+        if isinstance(value, numba.core.registry.CPUDispatcher) and value.signatures:
+            out[module.__name__ + "." + name] = sorted(str(s) for s in value.signatures)
+print(json.dumps(out))
+"""
+
+_PIPELINE = """
+from neardup import DedupConfig, find_duplicates
+from neardup.core.text import encode_texts
+texts = ["the cat sat on the warm mat today", "the cat sat on the warm mat today!", "rain fell"] * 3
+for keep in ("first", "longest", "shortest"):
+    find_duplicates(encode_texts(texts), DedupConfig.create(keep=keep, threshold=0.5))
+"""
+
+
+def _compiled_signatures(run: str, env: dict[str, str] | None = None) -> dict[str, list[str]]:
+    done = subprocess.run(
+        [sys.executable, "-c", _SIGNATURES_SCRIPT.format(run=run)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    result: dict[str, list[str]] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_the_child_compiles_every_later_kernel_for_the_types_the_pipeline_passes() -> None:
+    """What ``python -m neardup.warm`` compiles covers every kernel, with every argument type,
+    that ``find_duplicates`` calls after the signatures: else a cold run compiles them again."""
+    used = _compiled_signatures(_PIPELINE)
+    warmed = _compiled_signatures("from neardup.warm import compile_later_stages\ncompile_later_stages()")
+    assert len(used) >= 5  # buckets, pairs, estimates, verification, clusters
+    for name, signatures in used.items():
+        assert set(signatures) <= set(warmed.get(name, [])), name
+
+
+def test_a_cold_cache_starts_the_child_which_fills_it_and_a_warm_one_does_not(tmp_path: Path) -> None:
+    script = (
+        "import sys\n"
+        "from neardup.warm import start_if_cold\n"
+        "if sys.argv[1] == 'warm':\n"
+        "    from neardup.core.minhash import MinHasher\n"
+        "    from neardup.core.text import encode_texts\n"
+        "    MinHasher().signatures_with_counts(encode_texts(['a few words']))\n"
+        "child = start_if_cold()\n"
+        "print(child is not None)\n"
+        "if child is not None:\n"
+        "    print(child.wait())\n"
+    )
+
+    def run(state: str, env: dict[str, str] | None) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", script, state], capture_output=True, text=True, check=True, env=env
+        )
+        return done.stdout.split()
+
+    cache = tmp_path / "numba-cache"
+    assert run("cold", {**os.environ, "NUMBA_CACHE_DIR": str(cache)}) == ["True", "0"]
+    filled = {p.name.split("-")[0] for p in cache.rglob("*.nbi")}
+    assert {"lsh._band_keys_range", "verify._pairs_range", "clusters.components"} <= filled
+    assert not any(name.startswith("scan.") for name in filled)  # the tokeniser is this process's
+    assert run("warm", None) == ["False"]  # the usual cache, with the tokeniser in it
