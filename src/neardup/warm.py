@@ -1,12 +1,14 @@
-"""A cold start's compiling, on two cores: the later stages' kernels in a child process.
+"""A cold start's compiling, on two cores: part of it in a child process.
 
 With an empty numba cache (a fresh install, a new numba, a changed kernel) a run compiles every
-kernel it uses, one after another on one core: the tokeniser first, most of the time, then the
-kernels of the buckets, pairs, verification and clusters stages. :func:`start_if_cold` starts
-``python -m neardup.warm``, which compiles those later kernels into numba's on-disk cache on
-another core while this process compiles the tokeniser; when this process reaches them, it
-loads them from the cache. The child runs the stages' own functions on a few made-up
-signatures and shingle sets, so it compiles them for the argument types a real run passes.
+kernel it uses, one after another on one core: the tokeniser (with its helpers, each a compile
+of its own) first, most of the time, then the kernels of the buckets, pairs, verification and
+clusters stages. :func:`start_if_cold` starts ``python -m neardup.warm``, which compiles into
+numba's on-disk cache, on another core, the tokeniser's helpers that its compile reaches late
+(:func:`compile_tokeniser_helpers`) and then the later stages' kernels
+(:func:`compile_later_stages`, by running them on a few made-up signatures and shingle sets);
+this process, compiling the tokeniser meanwhile, loads each of them from the cache when it gets
+there.
 
 Nothing depends on the child: if it fails, is slow, or finds the cache warm, this process
 compiles or loads as it would have. It is started only when the tokeniser's cache entry is
@@ -51,6 +53,42 @@ def start_if_cold() -> subprocess.Popen[bytes] | None:
         return None
 
 
+def compile_tokeniser_helpers() -> None:
+    """Compile the tokeniser's helpers that its own compile reaches late (each one is a separate
+    compile, cached on its own), for the argument types the tokeniser passes them: the
+    signature fold first, then decoding, hashing and sorting. The tokeniser's compile, in the
+    other process, loads each one it finds in the cache by the time it gets there."""
+    from numba import typeof as numba_typeof
+    from numba import types
+
+    typeof: Any = numba_typeof  # untyped in numba's stubs
+
+    from neardup.core.hashing import (
+        no_permutations,
+        update_signature,
+        xxh64_short,
+        xxh64_stream_digest,
+        xxh64_stream_lane,
+    )
+    from neardup.core.scan import _ascii_word, readonly, sort_unique
+    from neardup.core.text import _decode
+
+    i64, u64, flag = types.int64, types.uint64, types.boolean
+    u64s, u32s = typeof(np.empty(1, np.uint64)), typeof(np.empty(1, np.uint32))
+    text = typeof(readonly(np.empty(1, np.uint8)))
+    helpers: list[tuple[Any, tuple[Any, ...]]] = [
+        (update_signature, (u32s, u64s, i64, i64, typeof(no_permutations()), u64s)),
+        (_decode, (text, i64, i64)),
+        (xxh64_stream_digest, (u64s, u64, i64, i64)),
+        (sort_unique, (u64s, i64, i64)),
+        (xxh64_short, (u64, i64)),
+        (_ascii_word, (u64, flag, flag)),
+        (xxh64_stream_lane, (u64s, u64, i64)),
+    ]
+    for dispatcher, signature in helpers:
+        dispatcher.compile(signature)
+
+
 def compile_later_stages() -> None:
     """Run buckets, candidate pairs, estimates, exact verification and clusters on made-up
     inputs of the types :func:`neardup.find_duplicates` passes them."""
@@ -75,4 +113,5 @@ def compile_later_stages() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover (run as a child process)
+    compile_tokeniser_helpers()
     compile_later_stages()
