@@ -14,9 +14,10 @@ _SIGNATURES_SCRIPT = """
 import json, sys
 import numba
 from neardup.core import clusters, lsh, minhash, verify
+from neardup.io import _jsontext
 {run}
 out = {{}}
-for module in (clusters, lsh, minhash, verify):
+for module in (clusters, lsh, minhash, verify, _jsontext):
     for name, value in vars(module).items():
         if isinstance(value, numba.core.registry.CPUDispatcher) and value.signatures:
             out[module.__name__ + "." + name] = sorted(str(s) for s in value.signatures)
@@ -29,6 +30,14 @@ from neardup.core.text import encode_texts
 texts = ["the cat sat on the warm mat today", "the cat sat on the warm mat today!", "rain fell"] * 3
 for keep in ("first", "longest", "shortest"):
     find_duplicates(encode_texts(texts), DedupConfig.create(keep=keep, threshold=0.5))
+# a text column as Arrow's JSON reader gives it, written out as JSON (the compiled escaping)
+import io, json
+import pyarrow.json as pj
+from neardup.io._jsontext import COMPILED_FROM_BYTES, json_values
+lines = "".join(json.dumps({"text": "a line, " * 50 + str(i)}) + "\\n" for i in range(400)).encode()
+column = pj.read_json(io.BytesIO(lines)).column("text").combine_chunks()
+assert column.nbytes > COMPILED_FROM_BYTES
+json_values(column)
 """
 
 
@@ -48,8 +57,12 @@ def test_the_child_compiles_every_later_kernel_for_the_types_the_pipeline_passes
     """What ``python -m neardup.warm`` compiles covers every kernel, with every argument type,
     that ``find_duplicates`` calls after the signatures: else a cold run compiles them again."""
     used = _compiled_signatures(_PIPELINE)
-    warmed = _compiled_signatures("from neardup.warm import compile_later_stages\ncompile_later_stages()")
-    assert len(used) >= 5  # buckets, pairs, estimates, verification, clusters
+    warmed = _compiled_signatures(
+        "from neardup.warm import compile_later_stages, compile_output_kernels\n"
+        "compile_later_stages()\n"
+        "compile_output_kernels()"
+    )
+    assert len(used) >= 7  # buckets, pairs, estimates, verification, clusters, JSON escaping
     for name, signatures in used.items():
         assert set(signatures) <= set(warmed.get(name, [])), name
 

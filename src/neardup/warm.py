@@ -3,12 +3,12 @@
 With an empty numba cache (a fresh install, a new numba, a changed kernel) a run compiles every
 kernel it uses, one after another on one core: the tokeniser (with its helpers, each a compile
 of its own) first, most of the time, then the kernels of the buckets, pairs, verification and
-clusters stages. :func:`start_if_cold` starts ``python -m neardup.warm``, which compiles into
-numba's on-disk cache, on another core, the tokeniser's helpers that its compile reaches late
-(:func:`compile_tokeniser_helpers`) and then the later stages' kernels
-(:func:`compile_later_stages`, by running them on a few made-up signatures and shingle sets);
-this process, compiling the tokeniser meanwhile, loads each of them from the cache when it gets
-there.
+clusters stages and the JSON escaping of the outputs. :func:`start_if_cold` starts ``python -m
+neardup.warm``, which compiles into numba's on-disk cache, on another core, the tokeniser's
+helpers that its compile reaches late (:func:`compile_tokeniser_helpers`), the later stages'
+kernels (:func:`compile_later_stages`, by running them on a few made-up signatures and shingle
+sets) and the JSON escaping (:func:`compile_output_kernels`); this process, compiling the
+tokeniser meanwhile, loads each of them from the cache when it gets there.
 
 Nothing depends on the child: if it fails, is slow, or finds the cache warm, this process
 compiles or loads as it would have. It is started only when the tokeniser's cache entry is
@@ -112,6 +112,20 @@ def compile_later_stages() -> None:
     assign_clusters(n, left, right)
 
 
+def compile_output_kernels() -> None:
+    """Escape a string column large enough for the compiled JSON escaping (JSON Lines outputs)."""
+    import pyarrow as pa
+
+    from neardup.io._jsontext import COMPILED_FROM_BYTES, json_values
+
+    line = b'a "quoted" line\n'
+    count = COMPILED_FROM_BYTES // len(line) + 1
+    offsets = np.arange(count + 1, dtype=np.int64) * len(line)
+    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(line * count)]
+    json_values(pa.Array.from_buffers(pa.large_string(), count, buffers))
+
+
 if __name__ == "__main__":  # pragma: no cover (run as a child process)
     compile_tokeniser_helpers()
     compile_later_stages()
+    compile_output_kernels()
