@@ -42,7 +42,7 @@ from neardup.io import (
     read_corpus,
 )
 from neardup.io.stream import CorpusStream
-from neardup.outputs import WRITE_ROWS, against_tables, write_outputs
+from neardup.outputs import against_tables, write_outputs
 from neardup.pipeline import STAGES as PIPELINE_STAGES
 from neardup.pipeline import arrow_to_batch, arrow_to_batches, find_duplicates
 from neardup.sizes import format_size, parse_size
@@ -348,7 +348,7 @@ def dedup(
     if workers is not None:
         _set_workers(workers)
     if threads() > 1:
-        start_if_cold()  # a cold cache: the later stages' kernels compile on another core
+        start_if_cold()  # a cold cache: part of the kernels compile on another core
 
     streaming = _streaming(inputs, demo=demo, work_dir=work_dir, memory_limit=limit, against=against)
     if streaming:
@@ -555,11 +555,10 @@ def _dedup(
         try:
             with OutputDir(output_dir) as target:
                 if against is None:  # a slice at a time: no whole output table is held
-                    rows = corpus.table.num_rows
                     write_outputs(
                         target,
                         fmt,
-                        inputs=(corpus.table.slice(lo, WRITE_ROWS) for lo in range(0, rows, WRITE_ROWS)),
+                        inputs=[corpus.table],
                         schema=corpus.table.schema,
                         ids=corpus.table.column(corpus.id_column).combine_chunks(),
                         result=result,

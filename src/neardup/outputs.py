@@ -312,9 +312,15 @@ def bucket_tables(ids: pa.Array, buckets: Buckets, *, max_items: int) -> Iterato
 
 _ROW_TABLES = ("annotated", "deduped", "duplicates")
 WRITE_ROWS = 8192
-"""Input rows per piece of ``annotated``, ``deduped`` and ``duplicates`` (the callers of
-:func:`write_outputs` slice their input so): small pieces keep few rows in flight, and
-making one piece overlaps writing the one before."""
+"""Input rows per piece of ``annotated``, ``deduped`` and ``duplicates``: small pieces keep few
+rows in flight, and making one piece overlaps writing the one before."""
+
+
+def _pieces(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
+    """The rows of ``tables`` in order, in slices of at most ``rows`` (none for an empty table)."""
+    for table in tables:
+        for lo in range(0, table.num_rows, rows):
+            yield table.slice(lo, rows)
 
 
 def write_outputs(
@@ -331,8 +337,9 @@ def write_outputs(
     """Write the six tables of :func:`build_tables` into ``target``, a slice at a time.
 
     ``inputs`` are the input rows in order (``schema`` is theirs), ``ids`` every row's id;
-    ``annotated``, ``deduped`` and ``duplicates`` are written a piece per input table,
-    the others in slices of about ``max_items`` values, so no whole output table is held.
+    ``annotated``, ``deduped`` and ``duplicates`` are written in pieces of ``WRITE_ROWS``
+    input rows, the others in slices of about ``max_items`` values, so no whole output
+    table is held.
     """
     report = progress or (lambda stage, done, total: None)
     clusters = result.clusters
@@ -346,7 +353,7 @@ def write_outputs(
     workers = min(len(_ROW_TABLES), threads())
     with ThreadPoolExecutor(max_workers=workers) as pool:
         writing: list[Future[None]] = []  # the previous piece's writes, while this one is made
-        for table in inputs:
+        for table in _pieces(inputs, WRITE_ROWS):
             row_pieces = annotate(table, ids, clusters, start)
             for done in writing:
                 done.result()

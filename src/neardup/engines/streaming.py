@@ -23,13 +23,11 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import ExitStack, suppress
 from pathlib import Path
 from types import TracebackType
 from typing import Any
-
-import pyarrow as pa
 
 from neardup.config import DedupConfig
 from neardup.engines import manifest
@@ -41,7 +39,7 @@ from neardup.errors import ConfigError, InputError
 from neardup.io import OutputDir, ReadOptions, expand_inputs
 from neardup.io.inputs import detect_format
 from neardup.io.stream import CorpusStream, file_stamps, read_options_facts, scan
-from neardup.outputs import WRITE_ROWS, write_outputs
+from neardup.outputs import write_outputs
 from neardup.pipeline import Progress
 
 WORK_DIR_NAME = ".neardup-work"
@@ -84,12 +82,6 @@ def fits_in_memory(paths: Sequence[Path], memory_limit: int) -> bool:
 def batch_bytes_for(memory_limit: int) -> int:
     """Bytes of input per batch read: a 32nd of the limit, between 16 KiB and 64 MiB."""
     return min(64 << 20, max(16 << 10, memory_limit // 32))
-
-
-def _slices(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
-    for table in tables:
-        for lo in range(0, max(table.num_rows, 1), rows):
-            yield table.slice(lo, rows)
 
 
 class StreamingRun:
@@ -198,7 +190,7 @@ class StreamingRun:
         write_outputs(
             target,
             fmt,
-            inputs=_slices(prefetched(stream.tables()), WRITE_ROWS),
+            inputs=prefetched(stream.tables()),
             schema=stream.schema,
             ids=stream.ids(),
             result=result,
