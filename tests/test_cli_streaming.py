@@ -421,5 +421,10 @@ def test_inputs_that_fit_run_in_memory(tmp_path: Path) -> None:
     done = in_process("dedup", corpus, "-o", tmp_path / "a", "--memory-limit", limit, "--json", "-q")
     assert json.loads(done.stdout)["engine"]["mode"] == "in-memory"
     done = in_process("dedup", corpus, "-o", tmp_path / "b", "--memory-limit", limit - 1, "--json", "-q")
-    assert json.loads(done.stdout)["engine"]["mode"] == "streaming"
+    assert json.loads(done.stdout)["engine"]["mode"] == "passes"  # one JSON Lines file: read, not held
     assert sorted(os.listdir(tmp_path / "b")) == sorted(os.listdir(tmp_path / "a"))
+    lines = 80  # a run in passes holds its signatures and ~2 bytes per byte of JSON Lines
+    below = 256 * 2**20 + lines * (4 * 128 + 256) + 2 * size - 1
+    done = in_process("dedup", corpus, "-o", tmp_path / "c", "--memory-limit", below, "--json", "-q")
+    assert json.loads(done.stdout)["engine"]["mode"] == "streaming"
+    assert sorted(os.listdir(tmp_path / "c")) == sorted(os.listdir(tmp_path / "a"))

@@ -27,7 +27,9 @@ from neardup import __version__
 from neardup.config import KEEP_POLICIES, DedupConfig, KeepPolicy, ShingleMode
 from neardup.core.jit import threads
 from neardup.core.params import lsh_shape, s_curve
+from neardup.core.text import TextBatch
 from neardup.engines.plan import MIN_MEMORY_LIMIT, default_memory_limit
+from neardup.engines.source import prefetched
 from neardup.engines.streaming import WORK_DIR_NAME, StreamingRun, fits_in_memory, in_memory_estimate
 from neardup.errors import ConfigError, InputError, OutputError, StorageError
 from neardup.incremental import AgainstResult, add_kept, dedup_against
@@ -41,10 +43,11 @@ from neardup.io import (
     expand_inputs,
     read_corpus,
 )
+from neardup.io.jsonl_passes import JsonlPasses, WholeReadNeededError, takes
 from neardup.io.stream import CorpusStream
 from neardup.outputs import against_tables, write_outputs
 from neardup.pipeline import STAGES as PIPELINE_STAGES
-from neardup.pipeline import arrow_to_batch, arrow_to_batches, find_duplicates
+from neardup.pipeline import arrow_to_batch, arrow_to_batches, find_duplicates, find_duplicates_in_passes
 from neardup.sizes import format_size, parse_size
 from neardup.warm import start_if_cold
 
@@ -53,6 +56,9 @@ EXIT_USAGE = 2
 _MAX_SKIP_LINES = 20
 _D = DedupConfig()  # the defaults shown in --help
 _WRITE_ITEMS = 1 << 20  # ids per slice of clusters / candidate_pairs / lsh_buckets
+_PASS_ROWS = 8192  # documents per signatures call in a run that reads its input in passes
+_MODES = {"in-memory": "in memory", "passes": "in memory, input read in passes", "streaming": "streaming"}
+_PASS_WRITE_ROWS = 2048  # input rows per output piece there: fewer rows in flight
 
 
 def _fail(message: str, code: int) -> NoReturn:
@@ -351,6 +357,24 @@ def dedup(
         start_if_cold()  # a cold cache: part of the kernels compile on another core
 
     streaming = _streaming(inputs, demo=demo, work_dir=work_dir, memory_limit=limit, against=against)
+    passes = (
+        _passes(inputs, options, limit, config.minhash.num_perm) if streaming and work_dir is None else None
+    )
+    if passes is not None:
+        try:
+            summary = _dedup_in_passes(
+                passes,
+                config=config,
+                output_dir=output_dir,
+                output_format=output_format,
+                memory_limit=limit,
+                quiet=quiet,
+            )
+        except WholeReadNeededError:
+            pass  # nothing decided or written yet: the file streams through the work dir
+        else:
+            _print_result(summary, quiet=quiet, as_json=as_json)
+            return
     if streaming:
         _dedup_streaming(
             inputs,
@@ -579,10 +603,104 @@ def _dedup(
                 target.write_json("summary.json", summary)
         except (OutputError, OSError, StorageError) as exc:
             _fail(str(exc), EXIT_INPUT)
+    _print_result(summary, quiet=quiet, as_json=as_json)
+
+
+def _print_result(summary: dict[str, Any], *, quiet: bool, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
     else:
         _print_summary(Console(quiet=quiet), summary)
+
+
+def _passes(
+    inputs: tuple[str, ...], options: ReadOptions, memory_limit: int, num_perm: int
+) -> JsonlPasses | None:
+    """The input read in passes, when it is one JSON Lines file that reads the same that way and
+    a run that reads it so fits in ``memory_limit``."""
+    try:
+        paths = expand_inputs(list(inputs))
+        if not takes(paths):
+            return None
+        passes = JsonlPasses(paths[0], options)
+    except (WholeReadNeededError, InputError, OSError):
+        return None  # the streaming run reports what is wrong, if anything
+    return passes if passes.memory_estimate(num_perm) <= memory_limit else None
+
+
+def _dedup_in_passes(
+    passes: JsonlPasses,
+    *,
+    config: DedupConfig,
+    output_dir: Path,
+    output_format: str | None,
+    memory_limit: int,
+    quiet: bool,
+) -> dict[str, Any]:
+    """The run on a JSON Lines file too large to hold in memory but not to read in passes: the
+    signatures from a first pass, the text of the documents in candidate pairs by their lines,
+    the outputs from a last pass. Raises :class:`WholeReadNeededError` (before writing anything)
+    for a file that must be read whole."""
+    err = Console(stderr=True, quiet=quiet)
+    t0 = time.perf_counter()
+    read_seconds = passes.scan_seconds  # finding the lines; parsing counts in the signatures
+    _print_shape(err, config)
+    text = passes.text_column
+
+    def groups() -> Iterator[list[TextBatch]]:
+        group: list[TextBatch] = []
+        for table in prefetched(passes.first_pass()):
+            group.extend(arrow_to_batches(table.column(text)))
+            if sum(len(b) for b in group) >= _PASS_ROWS:
+                yield group
+                group = []
+                pa.default_memory_pool().release_unused()  # the group's blocks, now hashed
+        if group:
+            yield group
+
+    with _progress(err) as on_progress:
+        try:
+            result = find_duplicates_in_passes(
+                groups(),
+                passes.rows,
+                lambda docs: arrow_to_batch(passes.texts(docs)),
+                config,
+                progress=on_progress,
+            )
+        except InputError as exc:
+            _fail(str(exc), EXIT_INPUT)
+        if passes.ids is None or passes.schema is None:
+            raise RuntimeError("the first pass did not finish")
+        figures = result.summary()
+        figures["engine"] = {
+            "mode": "passes",
+            "work_dir": None,
+            "memory_limit": memory_limit,
+            "stages_run": [stage for stage in PIPELINE_STAGES if stage in figures["seconds"]],
+            "stages_resumed": [],
+        }
+        fmt = output_format or default_output_format(passes.family)
+        summary = _summary(passes, figures, output_dir, fmt, read_seconds)
+        t_write = time.perf_counter()
+        try:
+            with OutputDir(output_dir) as target:
+                write_outputs(
+                    target,
+                    fmt,
+                    inputs=prefetched(passes.tables()),
+                    schema=passes.schema,
+                    ids=passes.ids,
+                    result=result,
+                    max_items=_WRITE_ITEMS,
+                    progress=on_progress,
+                    piece_rows=_PASS_WRITE_ROWS,
+                )
+                summary["seconds"]["write"] = round(time.perf_counter() - t_write, 4)
+                summary["seconds"]["total"] = round(time.perf_counter() - t0 + read_seconds, 4)
+                target.write_json("summary.json", summary)
+        except (InputError, OutputError, OSError) as exc:
+            _fail(str(exc), EXIT_INPUT)
+    return summary
 
 
 def _combine_text(corpus: Corpus) -> None:
@@ -642,7 +760,11 @@ def _load(inputs: tuple[str, ...], demo: bool, options: ReadOptions) -> Corpus:
 
 
 def _summary(
-    corpus: Corpus | CorpusStream, figures: dict[str, Any], output_dir: Path, fmt: str, read_seconds: float
+    corpus: Corpus | CorpusStream | JsonlPasses,
+    figures: dict[str, Any],
+    output_dir: Path,
+    fmt: str,
+    read_seconds: float,
 ) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "neardup_version": __version__,
@@ -714,7 +836,7 @@ def _print_summary(console: Console, s: dict[str, Any]) -> None:
     ]
     engine = s.get("engine")
     if engine is not None:
-        mode = "streaming" if engine["mode"] == "streaming" else "in memory"
+        mode = _MODES.get(engine["mode"], engine["mode"])
         rows.insert(-2, ("Mode", f"{mode} (memory limit {format_size(engine['memory_limit'])})"))
         if engine["mode"] == "streaming":
             rows.insert(-2, ("Stages resumed", ", ".join(engine["stages_resumed"]) or "none"))

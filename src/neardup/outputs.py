@@ -317,10 +317,22 @@ rows in flight, and making one piece overlaps writing the one before."""
 
 
 def _pieces(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
-    """The rows of ``tables`` in order, in slices of at most ``rows`` (none for an empty table)."""
+    """The rows of ``tables`` in order, in pieces of ``rows`` (the last one shorter; none for no
+    rows): large tables are sliced, small ones (a reader's batches) gathered without copying."""
+    held: list[pa.Table] = []
+    count = 0
     for table in tables:
-        for lo in range(0, table.num_rows, rows):
-            yield table.slice(lo, rows)
+        lo = 0
+        while lo < table.num_rows:
+            part = table.slice(lo, rows - count)
+            held.append(part)
+            count += part.num_rows
+            lo += part.num_rows
+            if count == rows:
+                yield held[0] if len(held) == 1 else pa.concat_tables(held)
+                held, count = [], 0
+    if count:
+        yield held[0] if len(held) == 1 else pa.concat_tables(held)
 
 
 def write_outputs(
@@ -333,11 +345,12 @@ def write_outputs(
     result: DedupResult,
     max_items: int,
     progress: Progress | None = None,
+    piece_rows: int = WRITE_ROWS,
 ) -> None:
     """Write the six tables of :func:`build_tables` into ``target``, a slice at a time.
 
     ``inputs`` are the input rows in order (``schema`` is theirs), ``ids`` every row's id;
-    ``annotated``, ``deduped`` and ``duplicates`` are written in pieces of ``WRITE_ROWS``
+    ``annotated``, ``deduped`` and ``duplicates`` are written in pieces of ``piece_rows``
     input rows, the others in slices of about ``max_items`` values, so no whole output
     table is held.
     """
@@ -353,7 +366,7 @@ def write_outputs(
     workers = min(len(_ROW_TABLES), threads())
     with ThreadPoolExecutor(max_workers=workers) as pool:
         writing: list[Future[None]] = []  # the previous piece's writes, while this one is made
-        for table in _pieces(inputs, WRITE_ROWS):
+        for table in _pieces(inputs, piece_rows):
             row_pieces = annotate(table, ids, clusters, start)
             for done in writing:
                 done.result()

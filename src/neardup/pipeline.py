@@ -6,9 +6,10 @@ together, times them and reports progress through an optional callback.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -152,7 +153,6 @@ def find_duplicates(
     firsts = np.zeros(len(chunks) + 1, dtype=np.int64)
     np.cumsum([len(c) for c in chunks], out=firsts[1:])
     n = int(firsts[-1])
-    bands, rows = lsh_shape(cfg.lsh, cfg.minhash)
     hasher = MinHasher(cfg.minhash, cfg.text, cfg.shingle)
 
     with clock.stage("signatures"):
@@ -161,10 +161,100 @@ def find_duplicates(
         report("signatures", 0, n)
         _signatures(hasher, chunks, firsts, sigs, counts, lambda done: report("signatures", done, n))
 
+    def lengths_of() -> np.ndarray | None:
+        if cfg.keep == "first" or lengths is not None:
+            return lengths
+        return np.concatenate([char_lengths(c) for c in chunks]) if n else np.zeros(0, np.int64)
+
+    return _decide(
+        sigs,
+        counts,
+        cfg,
+        lambda docs: _shingle_sets(chunks, firsts, docs, counts, cfg),
+        lengths_of=lengths_of,
+        clock=clock,
+        report=report,
+    )
+
+
+def find_duplicates_in_passes(
+    batches: Iterable[Sequence[TextBatch]],
+    rows: int,
+    texts_of: Callable[[np.ndarray], TextBatch],
+    config: DedupConfig | None = None,
+    *,
+    progress: Progress | None = None,
+) -> DedupResult:
+    """:func:`find_duplicates` over text it never holds whole: ``batches`` yields the ``rows``
+    documents' text once, in order, a group of chunks at a time (their signatures are taken
+    and the text let go), and verification asks ``texts_of(docs)`` for the text of the
+    documents in candidate pairs only (``docs`` sorted, at most ``GATHER_ROWS`` at a time).
+    The result is the one :func:`find_duplicates` gives on the same documents."""
+    cfg = config or DedupConfig()
+    report = progress or _noop
+    clock = _Clock()
+    hasher = MinHasher(cfg.minhash, cfg.text, cfg.shingle)
+    sigs = np.empty((rows, cfg.minhash.num_perm), dtype=np.uint32)
+    counts = np.empty(rows, dtype=np.int64)
+    lengths: list[np.ndarray] = []
+    start = 0
+    with clock.stage("signatures"):
+        report("signatures", 0, rows)
+        for group in batches:
+            chunks = list(group)
+            firsts = np.zeros(len(chunks) + 1, dtype=np.int64)
+            np.cumsum([len(c) for c in chunks], out=firsts[1:])
+            end = start + int(firsts[-1])
+            if end > rows:
+                raise ValueError(f"the batches hold more than the {rows} documents announced")
+            _signatures(
+                hasher,
+                chunks,
+                firsts,
+                sigs[start:end],
+                counts[start:end],
+                functools.partial(_report_from, report, "signatures", start, rows),
+            )
+            if cfg.keep != "first":
+                lengths.extend(char_lengths(c) for c in chunks)
+            start = end
+        if start != rows:
+            raise ValueError(f"the batches held {start} documents, not the {rows} announced")
+    return _decide(
+        sigs,
+        counts,
+        cfg,
+        lambda docs: _gathered_shingle_sets(texts_of, docs, counts, cfg),
+        lengths_of=lambda: np.concatenate(lengths) if lengths else None,
+        clock=clock,
+        report=report,
+    )
+
+
+def _report_from(report: Progress, stage: str, first: int, total: int, done: int) -> None:
+    report(stage, first + done, total)
+
+
+def _decide(
+    sigs: np.ndarray,
+    counts: np.ndarray,
+    cfg: DedupConfig,
+    shingle_sets_of: Callable[[np.ndarray], ShingleSets],
+    *,
+    lengths_of: Callable[[], np.ndarray | None],
+    clock: _Clock,
+    report: Progress,
+) -> DedupResult:
+    """The stages after the signatures: buckets, pairs, verification (with the shingle sets of
+    the documents in candidate pairs from ``shingle_sets_of``) and clusters (with the documents'
+    lengths from ``lengths_of``, which the ``longest`` and ``shortest`` keepers need)."""
+    n = int(counts.size)
+    bands, rows = lsh_shape(cfg.lsh, cfg.minhash)
     with clock.stage("buckets"):
         report("buckets", 0, bands)
         keys = band_keys(sigs, bands, rows)
         buckets = build_buckets(keys, eligible=counts > 0)
+        del keys
         report("buckets", bands, bands)
 
     with clock.stage("pairs"):
@@ -177,8 +267,9 @@ def find_duplicates(
         with clock.stage("verify"):
             report("verify", 0, candidate_count)
             docs = np.unique(np.concatenate((left, right)))
-            sets = _shingle_sets(chunks, firsts, docs, counts, cfg)
+            sets = shingle_sets_of(docs)
             jaccard = exact_jaccard_pairs(sets, n, left, right)
+            del sets
             ok = jaccard >= cfg.lsh.threshold
             left, right, jaccard, estimated = left[ok], right[ok], jaccard[ok], estimated[ok]
             report("verify", candidate_count, candidate_count)
@@ -196,9 +287,7 @@ def find_duplicates(
             estimated = np.concatenate((estimated, ones))
 
     with clock.stage("clusters"):
-        if cfg.keep != "first" and lengths is None:
-            lengths = np.concatenate([char_lengths(c) for c in chunks]) if n else np.zeros(0, np.int64)
-        clusters = assign_clusters(n, left, right, keep=cfg.keep, lengths=lengths)
+        clusters = assign_clusters(n, left, right, keep=cfg.keep, lengths=lengths_of())
         report("clusters", 1, 1)
 
     return DedupResult(
@@ -281,6 +370,35 @@ def _shingle_sets(
     gathered = TextBatch(data, np.ascontiguousarray(offsets))
     sets = shingle_sets(gathered, np.arange(docs.size), counts[docs], cfg.text, cfg.shingle)
     return ShingleSets(docs, sets.starts, sets.lengths, sets.values)
+
+
+GATHER_ROWS = 4096
+"""Documents whose text :func:`find_duplicates_in_passes` asks for at a time in verification."""
+
+
+def _gathered_shingle_sets(
+    texts_of: Callable[[np.ndarray], TextBatch], docs: np.ndarray, counts: np.ndarray, cfg: DedupConfig
+) -> ShingleSets:
+    """Shingle sets of documents ``docs`` (sorted), their text asked of ``texts_of`` a slice of
+    ``GATHER_ROWS`` at a time: only one slice's text is held."""
+    parts: list[ShingleSets] = []
+    for lo in range(0, docs.size, GATHER_ROWS):
+        some = docs[lo : lo + GATHER_ROWS]
+        gathered = texts_of(some)
+        if len(gathered) != some.size:
+            raise ValueError(f"asked for the text of {some.size} documents, got {len(gathered)}")
+        parts.append(shingle_sets(gathered, np.arange(some.size), counts[some], cfg.text, cfg.shingle))
+    if not parts:
+        none = np.zeros(0, np.int64)
+        return ShingleSets(docs, none, none, np.zeros(0, np.uint64))
+    if len(parts) == 1:
+        return ShingleSets(docs, parts[0].starts, parts[0].lengths, parts[0].values)
+    sizes = np.array([p.values.size for p in parts], dtype=np.int64)
+    shift = np.concatenate(([0], np.cumsum(sizes[:-1])))
+    starts = np.concatenate([p.starts + s for p, s in zip(parts, shift.tolist(), strict=True)])
+    lengths = np.concatenate([p.lengths for p in parts])
+    values = np.concatenate([p.values for p in parts])
+    return ShingleSets(docs, starts, lengths, values)
 
 
 def char_lengths(batch: TextBatch) -> np.ndarray:

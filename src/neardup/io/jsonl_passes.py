@@ -1,0 +1,272 @@
+"""One JSON Lines file read in passes, a batch at a time, rather than held whole.
+
+``neardup dedup`` needs the text of its input three times: for the signatures, for
+the exact Jaccard of the documents in candidate pairs, and for the outputs. Holding
+the input table between them was most of a run's memory (about the file's size again).
+:class:`JsonlPasses` reads one JSON Lines file as :func:`~neardup.io.read_corpus` does
+(pyarrow's block-wise reader, the same options, checks and columns) a batch at a time:
+once in full for the signatures (:meth:`~JsonlPasses.first_pass`), then the lines of
+just the documents verification asks for, by their byte ranges
+(:meth:`~JsonlPasses.texts`), then in full again for the outputs
+(:meth:`~JsonlPasses.tables`).
+
+It takes the files that read the same either way: one record per line, each line
+starting with ``{``, every record good, ids unique, the column types fixed by the first
+block (as the whole-file read fixes them when it can). For anything else it raises
+:class:`WholeReadNeededError` before anything is decided, and the file is read whole, with
+that reader's errors and skipped records. A file that changes between the passes is an
+:class:`~neardup.errors.InputError`.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pj
+
+from neardup.engines.streaming import IN_MEMORY_BASE
+from neardup.errors import InputError, MissingColumnError
+from neardup.io._common import block_size_for, head, temporal_columns
+from neardup.io.inputs import GENERATED_ID, ReadOptions, check_columns, detect_format, text_as_string
+from neardup.io.jsonl import STREAM_BLOCK_SIZE, _temporal_in
+
+SCAN_BYTES = 16 << 20
+"""Bytes read at a time when finding the lines."""
+PER_RECORD = 256
+"""Bytes held per record besides its signature: its byte range, shingle count, id, band keys
+while the buckets are built, cluster and keep flag."""
+PASSES_FACTOR = 2
+"""Bytes held at once per byte of input: the shingle sets of the documents in candidate pairs
+(about 1.3 bytes per byte of text for word shingles, when every document is in a pair), the
+blocks read ahead and the output pieces in flight."""
+REREAD_BLOCK_SIZE = 2 << 20
+"""Bytes per block when the file is read again (the first pass reads as the whole-file reader
+does, whose first block decides the columns' types)."""
+
+
+class WholeReadNeededError(Exception):
+    """The file is not one :class:`JsonlPasses` reads exactly as the whole-file reader does."""
+
+
+def takes(paths: list[Path]) -> bool:
+    """Whether ``paths`` are one uncompressed JSON Lines file, the input :class:`JsonlPasses` reads."""
+    if len(paths) != 1:
+        return False
+    fmt = detect_format(paths[0])
+    return fmt.family == "jsonl" and not fmt.gzip
+
+
+def record_spans(path: Path) -> np.ndarray:
+    """``[start, end)`` byte offsets of each non-empty line, one row per line.
+
+    Raises :class:`WholeReadNeededError` unless every non-empty line starts with ``{`` (a blank
+    line of spaces, a line of anything else, or a byte-order mark need the whole-file reader).
+    """
+    buf = np.empty(SCAN_BYTES, dtype=np.uint8)
+    newlines: list[np.ndarray] = []
+    firsts: list[np.ndarray] = []  # the first byte of each line, in order
+    base = 0
+    at_line_start = True
+    with open(path, "rb", buffering=0) as fh:
+        while size := fh.readinto(buf.data):
+            view = buf[:size]
+            found = np.flatnonzero(view == 0x0A)
+            starts = found + 1
+            if at_line_start:
+                firsts.append(view[:1].copy())
+            firsts.append(view[starts[starts < size]])
+            newlines.append(found + base)
+            at_line_start = bool(view[size - 1] == 0x0A)
+            base += size
+    ends = np.concatenate([*newlines, np.array([base], dtype=np.int64)]).astype(np.int64, copy=False)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    first_bytes = np.concatenate(firsts) if firsts else np.zeros(0, np.uint8)
+    filled = ends > starts
+    if not np.all(first_bytes[filled[: first_bytes.size]] == 0x7B):
+        raise WholeReadNeededError("a line does not start with '{'")
+    spans: np.ndarray = np.stack((starts[filled], ends[filled]), axis=1)
+    return spans
+
+
+class JsonlPasses:
+    """A JSON Lines file's rows as :func:`~neardup.io.read_corpus` reads them, read again as
+    often as asked, a batch at a time. ``sources``, ``skipped``, ``family``, ``text_column``
+    and ``id_column`` are what :class:`~neardup.io.Corpus` has; ``rows`` counts the records,
+    ``schema`` is the yielded tables' schema; ``ids`` is every row's id after the first pass.
+    """
+
+    def __init__(self, path: Path, options: ReadOptions) -> None:
+        self.path = path
+        self.options = options
+        self.sources = [str(path)]
+        self.skipped: list[InputError] = []
+        self.family = "jsonl"
+        self.text_column = options.text_column
+        self.id_column = options.id_column or GENERATED_ID
+        self._stamp = _stamp(path)
+        t0 = time.perf_counter()
+        self.spans = record_spans(path)
+        self.scan_seconds = time.perf_counter() - t0
+        self.rows = int(self.spans.shape[0])
+        if self.rows == 0:
+            raise WholeReadNeededError("no records")
+        self._strings: list[str] = []
+        self._read_schema: pa.Schema | None = None
+        self._cast = False
+        self.schema: pa.Schema | None = None
+        self.ids: pa.Array | None = None
+
+    def memory_estimate(self, num_perm: int) -> int:
+        """Estimated peak memory of deduplicating this file in passes with ``num_perm``
+        permutations: the process, each record's signature and the few values held per
+        record, and ``PASSES_FACTOR`` bytes per byte of the file for what verification and
+        the outputs hold at once."""
+        per_record = 4 * num_perm + PER_RECORD
+        return IN_MEMORY_BASE + self.rows * per_record + PASSES_FACTOR * self._stamp[0]
+
+    def _open(self) -> Any:
+        """pyarrow's block-wise reader with the options of :func:`~neardup.io.jsonl.read_jsonl`;
+        once the first pass has fixed every column's type, with those types and larger blocks."""
+        if self._read_schema is None:
+            explicit = pa.schema([(name, pa.string()) for name in self._strings])
+            block_size = STREAM_BLOCK_SIZE
+        else:
+            explicit, block_size = self._read_schema, REREAD_BLOCK_SIZE
+        parse = pj.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="infer")
+        read = pj.ReadOptions(block_size=block_size)
+        return pj.open_json(pa.input_stream(str(self.path)), read_options=read, parse_options=parse)
+
+    def _first_reader(self) -> Any:
+        """The reader, its schema checked; columns pyarrow takes for dates are read as strings."""
+        self._strings = _temporal_in(head(lambda: pa.input_stream(str(self.path))))
+        while True:
+            reader = _guarded(self._open)
+            temporal = temporal_columns(reader.schema.empty_table())
+            if not temporal:
+                break
+            self._strings += temporal
+        try:
+            self._cast = check_columns(reader.schema, str(self.path), self.options)
+        except (MissingColumnError, InputError) as exc:
+            raise WholeReadNeededError(str(exc)) from exc
+        if not pa.types.is_string(reader.schema.field(self.text_column).type) and not self._cast:
+            raise WholeReadNeededError("the text column is not read as strings")
+        self._read_schema = reader.schema
+        return reader
+
+    def first_pass(self) -> Iterator[pa.Table]:
+        """The rows in order, a block at a time; checks each block as the whole-file reader checks
+        the file, and the ids once all are read (raising :class:`WholeReadNeededError` where it would
+        take its slow path or report a record)."""
+        reader = self._first_reader()
+        ids: list[pa.Array] = []
+        done = 0
+        while (batch := _guarded(lambda: reader.read_next_batch(), stop=True)) is not None:
+            table = pa.Table.from_batches([batch], schema=self._read_schema)
+            _check(table)
+            if done + table.num_rows > self.rows:
+                raise WholeReadNeededError("more records than lines")
+            shaped = self._shaped(table, done)
+            self.schema = shaped.schema
+            ids.extend(shaped.column(self.id_column).chunks)
+            done += table.num_rows
+            yield shaped
+        if done != self.rows:
+            raise WholeReadNeededError("fewer records than lines")
+        self.ids = pa.concat_arrays(ids)
+        if self.ids.null_count or pc.count_distinct(self.ids).as_py() != len(self.ids):
+            raise WholeReadNeededError("empty or repeated ids")
+
+    def tables(self) -> Iterator[pa.Table]:
+        """The rows in order again, as the first pass yielded them."""
+        self._unchanged()
+        reader = _guarded(self._open)
+        if reader.schema != self._read_schema:
+            raise self._changed()
+        done = 0
+        while (batch := _guarded(lambda: reader.read_next_batch(), stop=True)) is not None:
+            yield self._shaped(pa.Table.from_batches([batch], schema=self._read_schema), done)
+            done += batch.num_rows
+        if done != self.rows:
+            raise self._changed()
+
+    def texts(self, rows: np.ndarray) -> pa.Array:
+        """The text (strings, null where a record has none) of records ``rows``, in that order:
+        their lines read by byte range and parsed for the text field alone."""
+        self._unchanged()
+        if self._read_schema is None:
+            raise RuntimeError("call first_pass() before texts()")
+        pa.default_memory_pool().release_unused()  # what the last call returned, since let go
+        spans = self.spans[np.asarray(rows, dtype=np.int64)]
+        if spans.shape[0] == 0:
+            return pa.array([], pa.string())
+        with open(self.path, "rb", buffering=0) as fh:
+            fd = fh.fileno()
+            data = b"\n".join(os.pread(fd, int(e - s), int(s)) for s, e in spans.tolist())
+        field = self._read_schema.field(self.text_column)
+        parse = pj.ParseOptions(explicit_schema=pa.schema([field]), unexpected_field_behavior="ignore")
+        read = pj.ReadOptions(block_size=block_size_for(data))
+        try:
+            table = pj.read_json(io.BytesIO(data), read_options=read, parse_options=parse)
+        except pa.ArrowInvalid as exc:
+            raise self._changed() from exc
+        if table.num_rows != spans.shape[0]:
+            raise self._changed()
+        text: pa.Array = table.column(self.text_column).combine_chunks().cast(pa.string())
+        return text
+
+    def _shaped(self, table: pa.Table, first_row: int) -> pa.Table:
+        """A block as a slice of the whole-file table: text as strings, ids generated if asked."""
+        if self._cast:
+            table = text_as_string(table, self.text_column)
+        if self.options.id_column is None:
+            ids = pa.array(np.arange(first_row, first_row + table.num_rows, dtype=np.int64))
+            table = table.add_column(0, GENERATED_ID, ids)
+        return table
+
+    def _unchanged(self) -> None:
+        if _stamp(self.path) != self._stamp:
+            raise self._changed()
+
+    def _changed(self) -> InputError:
+        return InputError("the file changed while it was being read; run again", path=self.path)
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns
+
+
+def _guarded(read: Any, *, stop: bool = False) -> Any:
+    """``read()``; a parse error means the whole-file reader's other paths (``None`` at the end
+    of a reader when ``stop``)."""
+    try:
+        return read()
+    except StopIteration:
+        if stop:
+            return None
+        raise
+    except (pa.ArrowInvalid, ValueError) as exc:
+        raise WholeReadNeededError(str(exc)) from exc
+
+
+def _check(table: pa.Table) -> None:
+    """The whole-file reader's checks of its table, on one block (bad UTF-8, a ``null`` line)."""
+    try:
+        table.validate(full=True)
+    except pa.ArrowInvalid as exc:
+        raise WholeReadNeededError("bad UTF-8") from exc
+    if table.num_columns and table.num_rows:
+        empty = pc.is_null(table.column(0))
+        for column in table.columns[1:]:
+            empty = pc.and_(empty, pc.is_null(column))
+        if pc.any(empty).as_py():
+            raise WholeReadNeededError("a null record")

@@ -1,0 +1,231 @@
+"""``neardup dedup`` on a JSON Lines file read in passes: the same outputs, byte for byte.
+
+A memory limit just below the whole-file run's estimate, and above the estimate of a run
+that reads the file in passes, makes the command read the file three times (signatures,
+the lines of the documents in candidate pairs, outputs) instead of holding it. Its output
+files must be the ones the whole-file run writes. Files it cannot read exactly as the
+whole-file reader does stream through the work dir instead, with the same outputs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+
+import neardup.cli
+import neardup.pipeline
+from neardup.cli import main
+from neardup.engines.streaming import in_memory_estimate
+from neardup.errors import InputError
+from neardup.io import ReadOptions, read_corpus
+from neardup.io.jsonl_passes import JsonlPasses, WholeReadNeededError, record_spans, takes
+from synthetic import planted_corpus
+from test_cli_streaming import assert_same_outputs
+
+
+def run(*args: object) -> Result:
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def passes_limit(path: Path, options: ReadOptions) -> int:
+    """A limit the whole-file run exceeds and the run in passes does not."""
+    limit = in_memory_estimate([path]) - 1
+    assert JsonlPasses(path, options).memory_estimate(128) < limit
+    return limit
+
+
+def records(n: int, seed: int) -> list[dict[str, Any]]:
+    out = []
+    for i, r in enumerate(planted_corpus(n, seed=seed)):
+        rec: dict[str, Any] = {"id": f"d{r['id']}", "text": r["text"], "group": r["group"]}
+        if i % 3 == 0:
+            rec["when"] = f"2024-01-{1 + i % 28:02d}"  # pyarrow would read these as dates
+        if i % 4 == 1:
+            rec["score"] = i / 7
+            rec["tags"] = ["x", str(i)]
+        if i % 50 == 7:
+            rec["text"] = None
+        out.append(rec)
+    return out
+
+
+def write_jsonl(path: Path, rows: list[Any], *, end: str = "\n") -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + end for r in rows))
+    return path
+
+
+@pytest.fixture
+def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several signature groups, verification slices and output pieces, even on a small file."""
+    monkeypatch.setattr(neardup.cli, "_PASS_ROWS", 300)
+    monkeypatch.setattr(neardup.cli, "_PASS_WRITE_ROWS", 70)
+    monkeypatch.setattr(neardup.pipeline, "GATHER_ROWS", 45)
+
+
+CASES = [
+    ["--id-column", "id"],
+    [],  # generated ids
+    ["--id-column", "id", "--keep", "longest", "--match-empty"],
+    ["--id-column", "id", "--no-verify", "--output-format", "parquet"],
+    ["--shingle", "char", "--ngram", "4", "--output-format", "csv", "--keep", "shortest"],
+]
+
+
+@pytest.mark.parametrize("args", CASES, ids=[" ".join(a) or "generated-ids" for a in CASES])
+def test_a_run_in_passes_writes_what_the_whole_file_run_writes(
+    tmp_path: Path, small_pieces: None, args: list[str]
+) -> None:
+    # about 2.4 MB: the reader's first block (1 MiB) fixes the types, later blocks follow them
+    path = write_jsonl(tmp_path / "in.jsonl", records(1600, seed=11))
+    whole = run("dedup", path, "-o", tmp_path / "whole", "-q", *args)
+    assert whole.exit_code == 0, whole.output
+    options = ReadOptions(id_column="id" if "--id-column" in args else None)
+    limit = passes_limit(path, options)
+    passes = run("dedup", path, "-o", tmp_path / "passes", "--memory-limit", limit, *args)
+    assert passes.exit_code == 0, passes.output
+    summary = assert_same_outputs(tmp_path / "passes", tmp_path / "whole")
+    assert summary["duplicates_removed"] > 100 and summary["candidate_pairs"] > 100
+    assert summary["engine"]["mode"] == "passes"
+    assert summary["engine"]["memory_limit"] == limit
+    assert json.loads((tmp_path / "whole" / "summary.json").read_text())["engine"]["mode"] == "in-memory"
+    assert "in memory, input read in passes" in passes.stdout
+    assert not (tmp_path / "passes" / ".neardup-work").exists()
+
+
+ODD_FILES: dict[str, tuple[list[Any], str, str]] = {
+    "a bad line": (["{oops"], "\n", "streaming"),
+    "a repeated id": ([{"id": "REPEATED", "text": "the repeated id's text"}], "\n", "streaming"),
+    "a blank line of spaces": (["   "], "\n", "streaming"),
+    "two records on a line": (['{"id": "x1", "text": "one"} {"id": "x2", "text": "two"}'], "\n", "streaming"),
+    "a null record": (["null"], "\n", "streaming"),
+    "a blank line in windows line ends": ([""], "\r\n", "streaming"),
+    "windows line ends": ([], "\r\n", "passes"),
+    "blank lines": (["", ""], "\n", "passes"),
+}
+
+
+@pytest.mark.parametrize("case", list(ODD_FILES))
+def test_a_file_the_passes_cannot_read_exactly_streams_with_the_same_outputs(
+    tmp_path: Path, case: str
+) -> None:
+    extra, end, mode = ODD_FILES[case]
+    rows = records(300, seed=5)
+    rows[3]["id"] = "REPEATED"
+    path = write_jsonl(tmp_path / "in.jsonl", rows[:150] + extra + rows[150:], end=end)
+    args = ["--id-column", "id", "--on-error", "skip"]
+    whole = run("dedup", path, "-o", tmp_path / "whole", "-q", *args)
+    assert whole.exit_code == 0, whole.output
+    limit = in_memory_estimate([path]) - 1
+    fallback = run("dedup", path, "-o", tmp_path / "out", "-q", "--memory-limit", limit, *args)
+    assert fallback.exit_code == 0, fallback.output
+    summary = assert_same_outputs(tmp_path / "out", tmp_path / "whole")
+    assert summary["engine"]["mode"] == mode
+
+
+def test_a_limit_below_the_passes_estimate_streams(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "in.jsonl", records(300, seed=6))
+    limit = JsonlPasses(path, ReadOptions()).memory_estimate(128) - 1
+    result = run("dedup", path, "-o", tmp_path / "out", "-q", "--json", "--memory-limit", limit)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["engine"]["mode"] == "streaming"
+
+
+def test_only_one_plain_json_lines_file_is_read_in_passes(tmp_path: Path) -> None:
+    assert takes([tmp_path / "a.jsonl"]) and takes([tmp_path / "a.ndjson"])
+    assert not takes([tmp_path / "a.jsonl.gz"])
+    assert not takes([tmp_path / "a.jsonl", tmp_path / "b.jsonl"])
+    assert not takes([tmp_path / "a.csv"]) and not takes([tmp_path / "a.parquet"])
+
+
+def test_record_spans_are_the_non_empty_lines(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b'{"a": 1}\n\n{"b": 22}\n\n\n{"c": 3}')  # no newline at the end
+    spans = record_spans(path)
+    data = path.read_bytes()
+    assert [data[s:e] for s, e in spans.tolist()] == [b'{"a": 1}', b'{"b": 22}', b'{"c": 3}']
+    path.write_bytes(b"")
+    assert record_spans(path).shape == (0, 2)
+    for bad in (b'{"a": 1}\n {"b": 2}\n', b'\xef\xbb\xbf{"a": 1}\n', b'{"a": 1}\r\n\r\n', b"[1]\n"):
+        path.write_bytes(bad)
+        with pytest.raises(WholeReadNeededError):
+            record_spans(path)
+
+
+def test_record_spans_across_read_buffers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import neardup.io.jsonl_passes as passes_module
+
+    monkeypatch.setattr(passes_module, "SCAN_BYTES", 7)  # lines and newlines on buffer edges
+    rng = np.random.default_rng(3)
+    lines = [b'{"k": "' + b"x" * int(n) + b'"}' for n in rng.integers(0, 20, 200)]
+    blob = b"".join(line + b"\n" * int(k) for line, k in zip(lines, rng.integers(1, 4, 200), strict=True))
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(blob)
+    assert [blob[s:e] for s, e in record_spans(path).tolist()] == lines
+    path.write_bytes(blob + b"   \n")
+    with pytest.raises(WholeReadNeededError):
+        record_spans(path)
+
+
+def test_texts_are_the_records_text_in_the_order_asked(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "in.jsonl", records(400, seed=8))
+    options = ReadOptions(id_column="id")
+    passes = JsonlPasses(path, options)
+    rows = sum(t.num_rows for t in passes.first_pass())
+    assert rows == passes.rows == 400
+    whole = read_corpus([path], options).table.column("text").to_pylist()
+    picked = np.array([0, 7, 8, 57, 150, 399])
+    assert passes.texts(picked).to_pylist() == [whole[i] for i in picked]
+    assert passes.texts(np.zeros(0, np.int64)).to_pylist() == []
+
+
+def test_a_file_changed_between_passes_is_an_input_error(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "in.jsonl", records(200, seed=9))
+    passes = JsonlPasses(path, ReadOptions(id_column="id"))
+    for _ in passes.first_pass():
+        pass
+    with open(path, "a") as fh:
+        fh.write(json.dumps({"id": "late", "text": "added after the first pass"}) + "\n")
+    os.utime(path, ns=(0, 12345))
+    with pytest.raises(InputError, match="changed while it was being read"):
+        passes.texts(np.array([1]))
+    with pytest.raises(InputError, match="changed while it was being read"):
+        next(passes.tables())
+
+
+def test_find_duplicates_in_passes_decides_what_find_duplicates_decides(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from neardup.config import DedupConfig
+    from neardup.core.text import encode_texts
+    from neardup.pipeline import find_duplicates, find_duplicates_in_passes
+
+    monkeypatch.setattr(neardup.pipeline, "GATHER_ROWS", 16)
+    texts = [str(r["text"]) for r in planted_corpus(300, seed=21)] + ["", ""]
+    config = DedupConfig.create(keep="longest", match_empty=True)
+    want = find_duplicates(encode_texts(texts), config)
+    groups = [
+        [encode_texts(texts[lo : lo + 37]), encode_texts(texts[lo + 37 : lo + 90])]
+        for lo in range(0, 302, 90)
+    ]
+    asked: list[np.ndarray] = []
+
+    def texts_of(docs: np.ndarray) -> Any:
+        asked.append(docs)
+        return encode_texts([texts[i] for i in docs])
+
+    got = find_duplicates_in_passes(iter(groups), len(texts), texts_of, config)
+    assert np.array_equal(got.signatures, want.signatures)
+    assert np.array_equal(got.clusters.cluster, want.clusters.cluster)
+    assert np.array_equal(got.clusters.keep, want.clusters.keep)
+    assert np.array_equal(got.pairs.left, want.pairs.left) and np.array_equal(
+        got.pairs.jaccard, want.pairs.jaccard
+    )
+    assert want.candidate_count > 50 and len(asked) > 3 and max(a.size for a in asked) == 16
+    with pytest.raises(ValueError, match="not the 303 announced"):
+        find_duplicates_in_passes(iter(groups), len(texts) + 1, texts_of, config)
