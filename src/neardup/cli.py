@@ -45,7 +45,7 @@ from neardup.io import (
 )
 from neardup.io.jsonl_passes import JsonlPasses, WholeReadNeededError, takes
 from neardup.io.stream import CorpusStream
-from neardup.outputs import against_tables, write_outputs
+from neardup.outputs import against_tables, table_pieces, write_outputs
 from neardup.pipeline import STAGES as PIPELINE_STAGES
 from neardup.pipeline import arrow_to_batch, arrow_to_batches, find_duplicates, find_duplicates_in_passes
 from neardup.sizes import format_size, parse_size
@@ -56,7 +56,7 @@ EXIT_USAGE = 2
 _MAX_SKIP_LINES = 20
 _D = DedupConfig()  # the defaults shown in --help
 _WRITE_ITEMS = 1 << 20  # ids per slice of clusters / candidate_pairs / lsh_buckets
-_PASS_ROWS = 8192  # documents per signatures call in a run that reads its input in passes
+_PASS_ROWS = 4096  # documents per signatures call in a run that reads its input in passes
 _MODES = {"in-memory": "in memory", "passes": "in memory, input read in passes", "streaming": "streaming"}
 _PASS_WRITE_ROWS = 2048  # input rows per output piece there: fewer rows in flight
 
@@ -648,20 +648,15 @@ def _dedup_in_passes(
     text = passes.text_column
 
     def groups() -> Iterator[list[TextBatch]]:
-        group: list[TextBatch] = []
-        for table in prefetched(passes.first_pass()):
-            group.extend(arrow_to_batches(table.column(text)))
-            if sum(len(b) for b in group) >= _PASS_ROWS:
-                yield group
-                group = []
-                pa.default_memory_pool().release_unused()  # the group's blocks, now hashed
-        if group:
-            yield group
+        for table in table_pieces(passes.first_pass(), _PASS_ROWS):
+            yield arrow_to_batches(table.column(text))
+            pa.default_memory_pool().release_unused()  # the blocks hashed before this group
+        pa.default_memory_pool().release_unused()
 
     with _progress(err) as on_progress:
         try:
             result = find_duplicates_in_passes(
-                groups(),
+                prefetched(groups()),  # the next group is parsed while this one is hashed
                 passes.rows,
                 lambda docs: arrow_to_batch(passes.texts(docs)),
                 config,
@@ -687,7 +682,7 @@ def _dedup_in_passes(
                 write_outputs(
                     target,
                     fmt,
-                    inputs=prefetched(passes.tables()),
+                    inputs=prefetched(table_pieces(passes.tables(), _PASS_WRITE_ROWS)),
                     schema=passes.schema,
                     ids=passes.ids,
                     result=result,

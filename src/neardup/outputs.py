@@ -316,7 +316,7 @@ WRITE_ROWS = 8192
 rows in flight, and making one piece overlaps writing the one before."""
 
 
-def _pieces(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
+def table_pieces(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
     """The rows of ``tables`` in order, in pieces of ``rows`` (the last one shorter; none for no
     rows): large tables are sliced, small ones (a reader's batches) gathered without copying."""
     held: list[pa.Table] = []
@@ -366,7 +366,7 @@ def write_outputs(
     workers = min(len(_ROW_TABLES), threads())
     with ThreadPoolExecutor(max_workers=workers) as pool:
         writing: list[Future[None]] = []  # the previous piece's writes, while this one is made
-        for table in _pieces(inputs, piece_rows):
+        for table in table_pieces(inputs, piece_rows):
             row_pieces = annotate(table, ids, clusters, start)
             for done in writing:
                 done.result()

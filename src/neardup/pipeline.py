@@ -380,25 +380,22 @@ def _gathered_shingle_sets(
     texts_of: Callable[[np.ndarray], TextBatch], docs: np.ndarray, counts: np.ndarray, cfg: DedupConfig
 ) -> ShingleSets:
     """Shingle sets of documents ``docs`` (sorted), their text asked of ``texts_of`` a slice of
-    ``GATHER_ROWS`` at a time: only one slice's text is held."""
-    parts: list[ShingleSets] = []
+    ``GATHER_ROWS`` at a time: only one slice's text is held, and each slice's sets go
+    straight into the one buffer of all of them."""
+    bounds = np.zeros(docs.size + 1, dtype=np.int64)
+    np.cumsum(counts[docs], out=bounds[1:])
+    values = np.empty(int(bounds[-1]), dtype=np.uint64)
+    lengths = np.zeros(docs.size, dtype=np.int64)
     for lo in range(0, docs.size, GATHER_ROWS):
-        some = docs[lo : lo + GATHER_ROWS]
+        hi = min(docs.size, lo + GATHER_ROWS)
+        some = docs[lo:hi]
         gathered = texts_of(some)
         if len(gathered) != some.size:
             raise ValueError(f"asked for the text of {some.size} documents, got {len(gathered)}")
-        parts.append(shingle_sets(gathered, np.arange(some.size), counts[some], cfg.text, cfg.shingle))
-    if not parts:
-        none = np.zeros(0, np.int64)
-        return ShingleSets(docs, none, none, np.zeros(0, np.uint64))
-    if len(parts) == 1:
-        return ShingleSets(docs, parts[0].starts, parts[0].lengths, parts[0].values)
-    sizes = np.array([p.values.size for p in parts], dtype=np.int64)
-    shift = np.concatenate(([0], np.cumsum(sizes[:-1])))
-    starts = np.concatenate([p.starts + s for p, s in zip(parts, shift.tolist(), strict=True)])
-    lengths = np.concatenate([p.lengths for p in parts])
-    values = np.concatenate([p.values for p in parts])
-    return ShingleSets(docs, starts, lengths, values)
+        room = values[bounds[lo] : bounds[hi]]
+        sets = shingle_sets(gathered, np.arange(some.size), counts[some], cfg.text, cfg.shingle, values=room)
+        lengths[lo:hi] = sets.lengths
+    return ShingleSets(docs, bounds[:-1], lengths, values)
 
 
 def char_lengths(batch: TextBatch) -> np.ndarray:

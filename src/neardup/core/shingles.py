@@ -65,16 +65,22 @@ def shingle_sets(
     raw_counts: np.ndarray,
     text: TextConfig,
     shingle: ShingleConfig,
+    *,
+    values: np.ndarray | None = None,
 ) -> ShingleSets:
     """Shingle sets of ``batch`` documents ``docs``.
 
     ``raw_counts`` (per document of the batch, from the signature pass) are the
-    documents' shingle counts, repeats included: they size each set's room.
+    documents' shingle counts, repeats included: they size each set's room. ``values``
+    (uint64, that many in all) is where the sets go, if given.
     """
     docs = np.ascontiguousarray(docs, dtype=np.int64)
     bounds = np.zeros(docs.size + 1, dtype=np.int64)
     np.cumsum(raw_counts[docs], out=bounds[1:])
-    values = np.empty(int(bounds[-1]), dtype=np.uint64)
+    if values is None:
+        values = np.empty(int(bounds[-1]), dtype=np.uint64)
+    elif values.dtype != np.uint64 or values.shape != (bounds[-1],) or not values.flags.c_contiguous:
+        raise ValueError(f"values must be {bounds[-1]} contiguous uint64s, got {values.shape} {values.dtype}")
     lengths = np.zeros(docs.size, dtype=np.int64)
     scan_batch(
         batch.data,
