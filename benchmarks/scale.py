@@ -11,14 +11,17 @@ resident memory of the whole process (``ru_maxrss``) and the peak seen during ea
 exactly the same decisions (clusters, representatives, edges).
 
 ``--cli`` measures the command line end to end instead: ``neardup dedup CORPUS -o OUT
---id-column id --memory-limit LIMIT`` in a fresh process (which streams when the corpus is
-estimated larger than the limit), with its wall time, peak resident memory (``ru_maxrss``
-of the process) and the stages' seconds from its ``summary.json``; with ``--compare`` the
-same command with the limit raised to all of RAM (so it runs in memory) next to it, and a
-check that both wrote equal output tables.
+--id-column id --memory-limit LIMIT`` in a fresh process (which reads a JSON Lines file in
+passes, or streams, when the corpus is estimated larger than the limit), with its wall time,
+peak resident memory (``ru_maxrss`` of the process) and the stages' seconds from its
+``summary.json``; with ``--compare`` the same command with the limit raised to all of RAM (so
+it runs in memory) next to it, and a check that both wrote equal output tables (identical
+bytes in JSON Lines). ``--jsonl`` runs it on the corpus as JSON Lines, written next to the
+Parquet file.
 
     .venv/bin/python benchmarks/scale.py --n 1000000 --memory-limit 3GiB
     .venv/bin/python benchmarks/scale.py --n 100000 --memory-limit 300MB --cli --compare
+    .venv/bin/python benchmarks/scale.py --n 100000 --memory-limit 1GB --cli --jsonl --compare
 
 Sizes take neardup's units (``GB`` = 10^9 bytes, ``GiB`` = 2^30). Results go to
 ``benchmarks/out/scale-<n>.json`` (``scale-cli-<n>.json`` with ``--cli``); the work
@@ -255,10 +258,49 @@ def run_cli(args: argparse.Namespace, out: Path, memory_limit: int) -> dict[str,
 
 
 def _same_outputs(a: Path, b: Path) -> bool:
-    names = sorted(p.name for p in a.iterdir() if p.suffix == ".parquet")
-    if names != sorted(p.name for p in b.iterdir() if p.suffix == ".parquet"):
+    """Both runs wrote the same six tables: equal Parquet tables, or identical bytes."""
+    tables = {".parquet", ".jsonl", ".csv"}
+    names = sorted(p.name for p in a.iterdir() if p.suffix in tables)
+    if len(names) != 6 or names != sorted(p.name for p in b.iterdir() if p.suffix in tables):
         return False
-    return all(pq.read_table(a / n).equals(pq.read_table(b / n)) for n in names)
+    for name in names:
+        if name.endswith(".parquet"):
+            if not pq.read_table(a / name).equals(pq.read_table(b / name)):
+                return False
+        elif not _same_bytes(a / name, b / name):
+            return False
+    return True
+
+
+def _same_bytes(a: Path, b: Path) -> bool:
+    if a.stat().st_size != b.stat().st_size:
+        return False
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        while chunk := fa.read(1 << 24):
+            if chunk != fb.read(1 << 24):
+                return False
+    return True
+
+
+def to_jsonl(parquet: Path, jsonl: Path) -> None:
+    """The Parquet corpus as JSON Lines (``{"id": ..., "text": ...}`` per line), as neardup
+    writes JSON text, a batch at a time."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from neardup.io._jsontext import json_values, text
+
+    tmp = jsonl.with_name(jsonl.name + ".tmp")
+    with open(tmp, "wb") as out:
+        for batch in pq.ParquetFile(parquet).iter_batches(batch_size=20_000):
+            parts: list[Any] = []
+            for i, name in enumerate(batch.schema.names):
+                parts.append(text(("{" if i == 0 else ", ") + json.dumps(name) + ": "))
+                parts.append(pc.fill_null(json_values(batch.column(name)), text("null")))
+            lines = pc.binary_join_element_wise(*parts, text("}\n"), text(""))
+            offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset :]
+            out.write(memoryview(lines.buffers()[2])[int(offsets[0]) : int(offsets[len(lines)])])
+    os.replace(tmp, jsonl)
 
 
 def main_cli(args: argparse.Namespace) -> None:
@@ -345,6 +387,7 @@ def main() -> None:
     ap.add_argument("--generate-only", action="store_true", help="write the corpus file and stop")
     ap.add_argument("--compare", action="store_true", help="also run find_duplicates in memory and compare")
     ap.add_argument("--cli", action="store_true", help="run the neardup dedup command end to end instead")
+    ap.add_argument("--jsonl", action="store_true", help="--cli on the corpus as JSON Lines, next to it")
     ap.add_argument("--child", choices=("engine", "memory"), help=argparse.SUPPRESS)
     ap.add_argument("--save", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, help="JSON results (default benchmarks/out/scale-<n>.json)")
@@ -385,6 +428,11 @@ def main() -> None:
             dup_fraction=args.dup_fraction,
             words=args.words,
         )
+    if args.jsonl:
+        jsonl = args.corpus.with_suffix(".jsonl")
+        if not jsonl.exists():
+            to_jsonl(args.corpus, jsonl)
+        args.corpus = jsonl
     if args.generate_only:
         return
     if args.cli:

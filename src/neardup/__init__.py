@@ -13,7 +13,7 @@ from neardup.core.shingles import shingle_hashes
 from neardup.core.text import normalize, tokenize
 from neardup.engines import ExternalResult, dedup_external
 from neardup.errors import ConfigError, InputError, MissingColumnError, NeardupError, OutputError
-from neardup.pipeline import DedupResult, Pairs, dedup, find_duplicates
+from neardup.pipeline import DedupResult, Pairs, dedup, find_duplicates, find_duplicates_in_passes
 from neardup.similarity import exact_jaccard, signatures
 
 __version__ = "0.1.0.dev0"
@@ -40,6 +40,7 @@ __all__ = [
     "estimate_jaccard",
     "exact_jaccard",
     "find_duplicates",
+    "find_duplicates_in_passes",
     "normalize",
     "optimal_shape",
     "shingle_hashes",
