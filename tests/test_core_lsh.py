@@ -74,3 +74,21 @@ def test_pairs_are_unique_across_bands_and_sorted() -> None:
     buckets = build_buckets(band_keys(sigs, 3, 1))
     pairs = _pairs(*candidate_pairs(buckets, 10))
     assert pairs == [(0, 2), (0, 4), (1, 3), (2, 4)]
+
+
+def test_buckets_grouped_on_threads_are_the_ones_grouped_on_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from neardup.core import lsh
+    from neardup.core.jit import threads
+
+    if threads() < 2:
+        pytest.skip("one core: the bands are grouped on this thread")
+    rng = np.random.default_rng(5)
+    keys = rng.integers(0, 30_000, size=(20_000, 9)).astype(np.uint64)  # many collisions per band
+    keys[:, 4] = 7  # one band where all collide
+    eligible = rng.random(20_000) > 0.05
+    threaded = lsh.build_buckets(keys, eligible=eligible)
+    monkeypatch.setattr(lsh, "_PARALLEL_BUCKETS_FROM", 10**9)
+    serial = lsh.build_buckets(keys, eligible=eligible)
+    assert len(threaded) == len(serial) > 1000
+    for name in ("band", "key", "offsets", "members"):
+        assert np.array_equal(getattr(threaded, name), getattr(serial, name)), name

@@ -394,3 +394,32 @@ def test_random_corpus_matches_reference(mode: str, n: int) -> None:
     assert len(offsets) - 1 >= scan.SERIAL_BELOW
     for k, cfg in enumerate(TEXT_CONFIGS):
         _check_raw_batch(blob, offsets, cfg, ShingleConfig(mode=mode, n=n), num_perm=3 + k, seed=k)  # type: ignore[arg-type]
+
+
+# --- sorting shingle sets ------------------------------------------------------------------------
+
+
+@numba.njit
+def _sort_unique(v: np.ndarray, lo: int, hi: int) -> int:
+    return scan.sort_unique(v, lo, hi)  # a helper has no Python wrapper of its own
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 15, 16, 17, 100, 300, 5000])
+@pytest.mark.parametrize("kind", ["hashes", "repeats", "one bucket", "few buckets", "descending"])
+def test_sort_unique_gives_numpys_sorted_distinct_values(size: int, kind: str) -> None:
+    rng = np.random.default_rng(size * 7 + len(kind))
+    values = rng.integers(0, 2**64, size=size, dtype=np.uint64)
+    if kind == "repeats":  # a few distinct values many times (repeated shingles)
+        values = rng.choice(values[: max(1, size // 50)], size=size) if size else values
+    elif kind == "one bucket":  # every value in one bucket of the top-byte counting sort
+        values = (values >> np.uint64(8)) | np.uint64(0xAB << 56)
+    elif kind == "few buckets":  # buckets past the insertion sort's size, with repeats
+        values = (values % np.uint64(3)) << np.uint64(56) | (values % np.uint64(40))
+    elif kind == "descending":
+        values = np.sort(values)[::-1].copy()
+    padded = np.concatenate(([np.uint64(1)], values, [np.uint64(2)]))  # sorts a slice in place
+    count = _sort_unique(padded, 1, 1 + size)
+    want = np.unique(values)
+    assert count == want.size
+    assert np.array_equal(padded[1 : 1 + count], want)
+    assert padded[0] == 1 and padded[-1] == 2

@@ -60,6 +60,10 @@ def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
     return out
 
 
+_PARALLEL_BUCKETS_FROM = 16384
+"""Documents from which the bands are grouped on the kernel threads, each taking a range of bands."""
+
+
 def build_buckets(keys: np.ndarray, eligible: np.ndarray | None = None) -> Buckets:
     """Group documents by (band, key), keeping groups of two or more.
 
@@ -70,23 +74,27 @@ def build_buckets(keys: np.ndarray, eligible: np.ndarray | None = None) -> Bucke
     doc_ids = np.arange(n, dtype=np.int64)
     if eligible is not None:
         doc_ids = doc_ids[eligible]
-    bands_out, keys_out, sizes_out, members_out = [], [], [], []
-    for j in range(n_bands):  # one vectorised pass per band
-        k = keys[doc_ids, j]
-        order = np.argsort(k, kind="stable")
-        sk = k[order]
-        if sk.size == 0:
-            continue
-        starts = np.flatnonzero(np.concatenate(([True], sk[1:] != sk[:-1])))
-        lengths = np.diff(np.append(starts, sk.size))
-        multi = lengths >= 2
-        if not multi.any():
-            continue
-        keep = np.repeat(multi, lengths)
-        members_out.append(doc_ids[order][keep])
-        sizes_out.append(lengths[multi])
-        keys_out.append(sk[starts[multi]])
-        bands_out.append(np.full(int(multi.sum()), j, dtype=np.int32))
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray] | None] = [None] * n_bands
+
+    def group(lo: int, hi: int) -> None:
+        for j in range(lo, hi):  # one vectorised pass per band; numpy's sort releases the GIL
+            k = keys[doc_ids, j]
+            order = np.argsort(k, kind="stable")
+            sk = k[order]
+            if sk.size == 0:
+                continue
+            starts = np.flatnonzero(np.concatenate(([True], sk[1:] != sk[:-1])))
+            lengths = np.diff(np.append(starts, sk.size))
+            multi = lengths >= 2
+            if multi.any():
+                keep = np.repeat(multi, lengths)
+                found[j] = (doc_ids[order][keep], lengths[multi], sk[starts[multi]])
+
+    in_ranges(group, n_bands, 2 if doc_ids.size >= _PARALLEL_BUCKETS_FROM else n_bands + 1)
+    bands_out = [np.full(f[1].size, j, dtype=np.int32) for j, f in enumerate(found) if f is not None]
+    members_out = [f[0] for f in found if f is not None]
+    sizes_out = [f[1] for f in found if f is not None]
+    keys_out = [f[2] for f in found if f is not None]
     if not bands_out:
         return Buckets(
             band=np.empty(0, np.int32),

@@ -108,14 +108,67 @@ def _ascii_word(w: np.uint64, alnum: bool, lower: bool) -> tuple[int, np.uint64]
     return run, w & (low - U64(1))  # type: ignore[return-value]  # np.int64 is numba's int
 
 
+SMALL_SORT = 16
+"""Values sorted by insertion: a run this short, or one bucket of the counting sort."""
+
+
 @helper
 def sort_unique(v: np.ndarray, lo: int, hi: int) -> int:
-    """Sort ``v[lo:hi]`` in place, move its distinct values to the front; returns their count.
+    """Sort ``v[lo:hi]`` (uint64 hashes) in place, move its distinct values to the front;
+    returns their count.
 
-    A heap sort with one sift loop for both phases (build, then pop): a few lines
-    that compile in a fraction of the time of ``np.sort`` (numba's quicksort is a
-    family of generated functions).
+    A counting sort on the top byte puts about ``size / 256`` values in each bucket, since
+    the values are hashes; each bucket is then sorted by insertion, or by a heap sort when
+    it holds more than ``SMALL_SORT`` (repeated or colliding values), so no input makes it
+    quadratic. Short runs are sorted by insertion alone.
     """
+    size = hi - lo
+    if size <= SMALL_SORT:
+        _insertion_sort(v, lo, hi)
+    else:
+        starts = np.zeros(257, dtype=np.int64)
+        for k in range(lo, hi):
+            starts[np.int64(v[k] >> U64(56)) + 1] += 1
+        for b in range(256):
+            starts[b + 1] += starts[b]
+        sorted_ = np.empty(size, dtype=np.uint64)
+        fill = starts[:256].copy()
+        for k in range(lo, hi):
+            top = np.int64(v[k] >> U64(56))
+            sorted_[fill[top]] = v[k]
+            fill[top] += 1
+        for b in range(256):
+            first, last = starts[b], starts[b + 1]
+            if last - first > SMALL_SORT:
+                _heap_sort(sorted_, first, last)
+            elif last - first > 1:
+                _insertion_sort(sorted_, first, last)
+        v[lo:hi] = sorted_
+    w = 0
+    for k in range(size):
+        if k == 0 or v[lo + k] != v[lo + w - 1]:
+            v[lo + w] = v[lo + k]
+            w += 1
+    return w
+
+
+@helper
+def _insertion_sort(v: np.ndarray, lo: int, hi: int) -> None:
+    """Sort ``v[lo:hi]`` in place by insertion (for a few values)."""
+    for i in range(lo + 1, hi):
+        x = v[i]
+        j = i - 1
+        while j >= lo and v[j] > x:
+            v[j + 1] = v[j]
+            j -= 1
+        v[j + 1] = x
+
+
+@helper
+def _heap_sort(v: np.ndarray, lo: int, hi: int) -> None:
+    """Sort ``v[lo:hi]`` in place: a heap sort with one sift loop for both phases (build, then
+    pop), a few lines that compile in a fraction of the time of ``np.sort`` (numba's quicksort
+    is a family of generated functions)."""
     size = hi - lo
     heap = size
     i = size // 2
@@ -140,12 +193,6 @@ def sort_unique(v: np.ndarray, lo: int, hi: int) -> int:
             parent = child
             child = 2 * parent + 1
         v[lo + parent] = x
-    w = 0
-    for k in range(size):
-        if k == 0 or v[lo + k] != v[lo + w - 1]:
-            v[lo + w] = v[lo + k]
-            w += 1
-    return w
 
 
 @helper
