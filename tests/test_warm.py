@@ -112,3 +112,19 @@ def test_a_cold_cache_starts_the_child_and_the_run_after_it_compiles_only_the_to
     assert "scan_part" in ours  # the tokeniser is compiled here, so the check can see a compile
     assert ours <= {"scan_part", "_flush", "_expand"}, ours
     assert run(script, None, "warm").split() == ["False"]  # the usual cache, tokeniser in it
+
+
+def test_numba_is_set_up_on_a_thread_while_the_command_reads() -> None:
+    # a fresh process: the set-up happens once per process, on the first compiled call
+    script = """
+from neardup.core import jit
+assert not jit._first_compiled_call.signatures
+thread = jit.set_up_in_background()
+assert thread.name == "neardup-jit-setup" and thread.daemon
+thread.join(120)
+assert not thread.is_alive()
+print(len(jit._first_compiled_call.signatures))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1"]  # compiled or loaded from the cache, on that thread

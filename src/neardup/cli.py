@@ -25,7 +25,7 @@ from rich.table import Table
 
 from neardup import __version__
 from neardup.config import KEEP_POLICIES, DedupConfig, KeepPolicy, ShingleMode
-from neardup.core.jit import threads
+from neardup.core.jit import set_up_in_background, threads
 from neardup.core.params import lsh_shape, s_curve
 from neardup.core.text import TextBatch
 from neardup.engines.plan import MIN_MEMORY_LIMIT, default_memory_limit
@@ -353,6 +353,7 @@ def dedup(
     limit = _memory_limit(memory_limit)
     if workers is not None:
         _set_workers(workers)
+    set_up_in_background()  # numba's set-up overlaps reading the input
     if threads() > 1:
         start_if_cold()  # a cold cache: part of the kernels compile on another core
 

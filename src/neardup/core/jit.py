@@ -92,3 +92,21 @@ def in_ranges(task: Callable[[int, int], object], size: int, serial_below: int) 
     parts = 1 if size < serial_below else max(1, min(size, threads()))
     cuts = [size * t // parts for t in range(parts + 1)]
     in_threads(lambda t: task(cuts[t], cuts[t + 1]), parts)
+
+
+@kernel
+def _first_compiled_call() -> int:
+    return 0
+
+
+def set_up_in_background() -> threading.Thread:
+    """Start numba's one-time set-up on a thread and return it.
+
+    The first compiled function a process calls, even one loaded from the on-disk cache,
+    costs about half a second: numba builds its target context (LLVM, the registries of
+    its implementations). Started before the input is read, which spends its time in
+    pyarrow with the GIL released, that half second overlaps the read.
+    """
+    thread = threading.Thread(target=_first_compiled_call, name="neardup-jit-setup", daemon=True)
+    thread.start()
+    return thread
