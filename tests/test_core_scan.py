@@ -401,7 +401,8 @@ def test_random_corpus_matches_reference(mode: str, n: int) -> None:
 
 @numba.njit
 def _sort_unique(v: np.ndarray, lo: int, hi: int) -> int:
-    return scan.sort_unique(v, lo, hi)  # a helper has no Python wrapper of its own
+    scratch = np.full(scan.SORT_SCRATCH, -7, dtype=np.int64)
+    return scan.sort_unique(v, lo, hi, scratch)  # a helper has no Python wrapper of its own
 
 
 @pytest.mark.parametrize("size", [0, 1, 2, 15, 16, 17, 100, 300, 5000])

@@ -74,13 +74,13 @@ def compile_tokeniser_helpers() -> None:
     from neardup.core.text import _decode
 
     i64, u64, flag = types.int64, types.uint64, types.boolean
-    u64s, u32s = typeof(np.empty(1, np.uint64)), typeof(np.empty(1, np.uint32))
+    u64s, u32s, i64s = (typeof(np.empty(1, t)) for t in (np.uint64, np.uint32, np.int64))
     text = typeof(readonly(np.empty(1, np.uint8)))
     helpers: list[tuple[Any, tuple[Any, ...]]] = [
         (update_signature, (u32s, u64s, i64, i64, typeof(no_permutations()), u64s)),
         (_decode, (text, i64, i64)),
         (xxh64_stream_digest, (u64s, u64, i64, i64)),
-        (sort_unique, (u64s, i64, i64)),
+        (sort_unique, (u64s, i64, i64, i64s)),
         (xxh64_short, (u64, i64)),
         (_ascii_word, (u64, flag, flag)),
         (xxh64_stream_lane, (u64s, u64, i64)),
