@@ -229,3 +229,24 @@ def test_find_duplicates_in_passes_decides_what_find_duplicates_decides(
     assert want.candidate_count > 50 and len(asked) > 3 and max(a.size for a in asked) == 16
     with pytest.raises(ValueError, match="not the 303 announced"):
         find_duplicates_in_passes(iter(groups), len(texts) + 1, texts_of, config)
+
+
+def test_a_file_too_large_for_passes_by_its_size_is_not_scanned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import neardup.io.jsonl_passes as passes_module
+    from neardup.io.jsonl_passes import least_memory_in_passes
+
+    path = write_jsonl(tmp_path / "in.jsonl", records(100, seed=4))
+    passes = JsonlPasses(path, ReadOptions())
+    assert least_memory_in_passes(path) < passes.memory_estimate(128)
+    assert passes.memory_estimate(128) - least_memory_in_passes(path) == 100 * (4 * 128 + 256)
+
+    def scanned(path: Path) -> np.ndarray:
+        raise AssertionError(f"{path} was read for its lines")
+
+    monkeypatch.setattr(passes_module, "record_spans", scanned)
+    limit = least_memory_in_passes(path) - 1  # streams without reading the file for its lines
+    done = run("dedup", path, "-o", tmp_path / "out", "-q", "--json", "--memory-limit", limit)
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.output)["engine"]["mode"] == "streaming"

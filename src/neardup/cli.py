@@ -43,7 +43,7 @@ from neardup.io import (
     expand_inputs,
     read_corpus,
 )
-from neardup.io.jsonl_passes import JsonlPasses, WholeReadNeededError, takes
+from neardup.io.jsonl_passes import JsonlPasses, WholeReadNeededError, least_memory_in_passes, takes
 from neardup.io.stream import CorpusStream
 from neardup.outputs import against_tables, table_pieces, write_outputs
 from neardup.pipeline import STAGES as PIPELINE_STAGES
@@ -621,8 +621,8 @@ def _passes(
     a run that reads it so fits in ``memory_limit``."""
     try:
         paths = expand_inputs(list(inputs))
-        if not takes(paths):
-            return None
+        if not takes(paths) or least_memory_in_passes(paths[0]) > memory_limit:
+            return None  # too large before counting its lines, which reads the whole file
         passes = JsonlPasses(paths[0], options)
     except (WholeReadNeededError, InputError, OSError):
         return None  # the streaming run reports what is wrong, if anything

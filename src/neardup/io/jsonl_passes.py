@@ -65,6 +65,12 @@ def takes(paths: list[Path]) -> bool:
     return fmt.family == "jsonl" and not fmt.gzip
 
 
+def least_memory_in_passes(path: Path) -> int:
+    """:meth:`JsonlPasses.memory_estimate` without the records' share: known from the file's
+    size alone, before its lines are counted."""
+    return IN_MEMORY_BASE + PASSES_FACTOR * path.stat().st_size
+
+
 def record_spans(path: Path) -> np.ndarray:
     """``[start, end)`` byte offsets of each non-empty line, one row per line.
 
