@@ -569,13 +569,7 @@ def _dedup(
                 _fail(str(exc), EXIT_INPUT)
             figures = against.summary()
             t_write = time.perf_counter()
-        figures["engine"] = {
-            "mode": "in-memory",
-            "work_dir": None,
-            "memory_limit": memory_limit,
-            "stages_run": [stage for stage in PIPELINE_STAGES if stage in figures["seconds"]],
-            "stages_resumed": [],
-        }
+        figures["engine"] = _engine_without_work_dir("in-memory", memory_limit, figures)
         summary = _summary(corpus, figures, output_dir, fmt, read_seconds)
         try:
             with OutputDir(output_dir) as target:
@@ -605,6 +599,17 @@ def _dedup(
         except (OutputError, OSError, StorageError) as exc:
             _fail(str(exc), EXIT_INPUT)
     _print_result(summary, quiet=quiet, as_json=as_json)
+
+
+def _engine_without_work_dir(mode: str, memory_limit: int, figures: dict[str, Any]) -> dict[str, Any]:
+    """``summary.json``'s ``engine`` for a run that keeps no work dir (in memory or in passes)."""
+    return {
+        "mode": mode,
+        "work_dir": None,
+        "memory_limit": memory_limit,
+        "stages_run": [stage for stage in PIPELINE_STAGES if stage in figures["seconds"]],
+        "stages_resumed": [],
+    }
 
 
 def _print_result(summary: dict[str, Any], *, quiet: bool, as_json: bool) -> None:
@@ -668,13 +673,7 @@ def _dedup_in_passes(
         if passes.ids is None or passes.schema is None:
             raise RuntimeError("the first pass did not finish")
         figures = result.summary()
-        figures["engine"] = {
-            "mode": "passes",
-            "work_dir": None,
-            "memory_limit": memory_limit,
-            "stages_run": [stage for stage in PIPELINE_STAGES if stage in figures["seconds"]],
-            "stages_resumed": [],
-        }
+        figures["engine"] = _engine_without_work_dir("passes", memory_limit, figures)
         fmt = output_format or default_output_format(passes.family)
         summary = _summary(passes, figures, output_dir, fmt, read_seconds)
         t_write = time.perf_counter()

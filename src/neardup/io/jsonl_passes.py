@@ -142,7 +142,8 @@ class JsonlPasses:
 
     def _open(self) -> Any:
         """pyarrow's block-wise reader with the options of :func:`~neardup.io.jsonl.read_jsonl`;
-        once the first pass has fixed every column's type, with those types and larger blocks."""
+        once the first pass has fixed every column's type, with those types and smaller blocks
+        (``REREAD_BLOCK_SIZE``, or the longest line)."""
         if self._read_schema is None:
             explicit = pa.schema([(name, pa.string()) for name in self._strings])
             block_size = STREAM_BLOCK_SIZE
