@@ -250,3 +250,22 @@ def test_a_file_too_large_for_passes_by_its_size_is_not_scanned(
     done = run("dedup", path, "-o", tmp_path / "out", "-q", "--json", "--memory-limit", limit)
     assert done.exit_code == 0, done.output
     assert json.loads(done.output)["engine"]["mode"] == "streaming"
+
+
+def test_verification_gathers_the_text_of_many_chunks_a_slice_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from neardup.config import DedupConfig
+    from neardup.core.text import encode_texts
+    from neardup.pipeline import find_duplicates
+
+    texts = [str(r["text"]) for r in planted_corpus(300, seed=22)]
+    config = DedupConfig.create()
+    want = find_duplicates(encode_texts(texts), config)  # one chunk: no gathering
+    monkeypatch.setattr(neardup.pipeline, "GATHER_ROWS", 16)
+    chunks = [encode_texts(texts[lo : lo + 41]) for lo in range(0, len(texts), 41)]
+    got = find_duplicates(chunks, config)
+    assert want.candidate_count > 50
+    assert np.array_equal(got.pairs.left, want.pairs.left)
+    assert np.array_equal(got.pairs.jaccard, want.pairs.jaccard)
+    assert np.array_equal(got.clusters.cluster, want.clusters.cluster)

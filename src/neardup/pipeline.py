@@ -349,9 +349,14 @@ def _shingle_sets(
     chunks: list[TextBatch], firsts: np.ndarray, docs: np.ndarray, counts: np.ndarray, cfg: DedupConfig
 ) -> ShingleSets:
     """Shingle sets of documents ``docs`` (sorted) of ``chunks`` (chunk k holds the documents
-    from ``firsts[k]``); across chunks, the documents' text is gathered into one batch first."""
+    from ``firsts[k]``); across chunks, the documents' text is gathered ``GATHER_ROWS`` at a time."""
     if len(chunks) == 1 or docs.size == 0:
         return shingle_sets(chunks[0], docs, counts, cfg.text, cfg.shingle)
+    return _gathered_shingle_sets(functools.partial(_gather, chunks, firsts), docs, counts, cfg)
+
+
+def _gather(chunks: list[TextBatch], firsts: np.ndarray, docs: np.ndarray) -> TextBatch:
+    """The text of documents ``docs`` (sorted) of ``chunks``, copied into one batch in that order."""
     owner = np.searchsorted(firsts, docs, side="right") - 1
     picked: list[pa.Array] = []
     for k in np.unique(owner).tolist():
@@ -359,7 +364,7 @@ def _shingle_sets(
         buffers = [None, pa.py_buffer(chunk.offsets), pa.py_buffer(chunk.data)]
         texts = pa.Array.from_buffers(pa.large_binary(), len(chunk), buffers)
         picked.append(texts.take(pa.array(docs[owner == k] - firsts[k], pa.int64())))
-    texts = pa.concat_arrays(picked)  # the documents' bytes, copied once, in ``docs`` order
+    texts = pa.concat_arrays(picked)
     _, off_buf, data_buf = texts.buffers()
     offsets = np.frombuffer(off_buf, dtype=np.int64)[texts.offset : texts.offset + len(texts) + 1]
     data = (
@@ -367,13 +372,12 @@ def _shingle_sets(
         if data_buf is not None and data_buf.size
         else np.zeros(1, np.uint8)
     )
-    gathered = TextBatch(data, np.ascontiguousarray(offsets))
-    sets = shingle_sets(gathered, np.arange(docs.size), counts[docs], cfg.text, cfg.shingle)
-    return ShingleSets(docs, sets.starts, sets.lengths, sets.values)
+    return TextBatch(data, np.ascontiguousarray(offsets))
 
 
 GATHER_ROWS = 4096
-"""Documents whose text :func:`find_duplicates_in_passes` asks for at a time in verification."""
+"""Documents whose text verification gathers at a time (from the chunks of a column, or from
+``texts_of`` in :func:`find_duplicates_in_passes`)."""
 
 
 def _gathered_shingle_sets(
