@@ -150,8 +150,7 @@ def find_duplicates(
     report = progress or _noop
     clock = _Clock()
     chunks = [batch] if isinstance(batch, TextBatch) else list(batch) or [encode_texts([])]
-    firsts = np.zeros(len(chunks) + 1, dtype=np.int64)
-    np.cumsum([len(c) for c in chunks], out=firsts[1:])
+    firsts = _firsts(chunks)
     n = int(firsts[-1])
     hasher = MinHasher(cfg.minhash, cfg.text, cfg.shingle)
 
@@ -202,8 +201,7 @@ def find_duplicates_in_passes(
         report("signatures", 0, rows)
         for group in batches:
             chunks = list(group)
-            firsts = np.zeros(len(chunks) + 1, dtype=np.int64)
-            np.cumsum([len(c) for c in chunks], out=firsts[1:])
+            firsts = _firsts(chunks)
             end = start + int(firsts[-1])
             if end > rows:
                 raise ValueError(f"the batches hold more than the {rows} documents announced")
@@ -229,6 +227,13 @@ def find_duplicates_in_passes(
         clock=clock,
         report=report,
     )
+
+
+def _firsts(chunks: Sequence[TextBatch]) -> np.ndarray:
+    """Where each chunk's documents start in the row of all of them; the last value is the total."""
+    firsts = np.zeros(len(chunks) + 1, dtype=np.int64)
+    np.cumsum([len(c) for c in chunks], out=firsts[1:])
+    return firsts
 
 
 def _report_from(report: Progress, stage: str, first: int, total: int, done: int) -> None:

@@ -91,10 +91,11 @@ def build_buckets(keys: np.ndarray, eligible: np.ndarray | None = None) -> Bucke
                 found[j] = (doc_ids[order][keep], lengths[multi], sk[starts[multi]])
 
     in_ranges(group, n_bands, 2 if doc_ids.size >= _PARALLEL_BUCKETS_FROM else n_bands + 1)
-    bands_out = [np.full(f[1].size, j, dtype=np.int32) for j, f in enumerate(found) if f is not None]
-    members_out = [f[0] for f in found if f is not None]
-    sizes_out = [f[1] for f in found if f is not None]
-    keys_out = [f[2] for f in found if f is not None]
+    grouped = [(j, f) for j, f in enumerate(found) if f is not None]
+    bands_out = [np.full(sizes.size, j, dtype=np.int32) for j, (_, sizes, _) in grouped]
+    members_out = [members for _, (members, _, _) in grouped]
+    sizes_out = [sizes for _, (_, sizes, _) in grouped]
+    keys_out = [first_keys for _, (_, _, first_keys) in grouped]
     if not bands_out:
         return Buckets(
             band=np.empty(0, np.int32),

@@ -178,7 +178,7 @@ class JsonlPasses:
         reader = self._first_reader()
         ids: list[pa.Array] = []
         done = 0
-        while (batch := _guarded(lambda: reader.read_next_batch(), stop=True)) is not None:
+        while (batch := _guarded(reader.read_next_batch, stop=True)) is not None:
             table = pa.Table.from_batches([batch], schema=self._read_schema)
             _check(table)
             if done + table.num_rows > self.rows:
@@ -201,7 +201,7 @@ class JsonlPasses:
         if reader.schema != self._read_schema:
             raise self._changed()
         done = 0
-        while (batch := _guarded(lambda: reader.read_next_batch(), stop=True)) is not None:
+        while (batch := _guarded(reader.read_next_batch, stop=True)) is not None:
             yield self._shaped(pa.Table.from_batches([batch], schema=self._read_schema), done)
             done += batch.num_rows
         if done != self.rows:
