@@ -228,6 +228,11 @@ def big_corpus(d: Path, n: int = 1200) -> Path:
     return path
 
 
+# Rows in the corpus of the killed and interrupted runs: enough that the stages after the
+# signatures take seconds, so the signal lands before the run ends even on a loaded machine.
+STOPPED_ROWS = 6000
+
+
 def wait_for_stage(proc: subprocess.Popen[str], work: Path, stage: str, timeout: float = 120) -> None:
     """Wait until ``stage`` of the run in ``work`` is finished (fails if the run ends first)."""
     progress = work / stage / "progress.json"
@@ -248,7 +253,7 @@ def wait_for_stage(proc: subprocess.Popen[str], work: Path, stage: str, timeout:
 
 
 def test_a_killed_run_resumes_where_it_stopped(tmp_path: Path) -> None:
-    corpus = big_corpus(tmp_path)
+    corpus = big_corpus(tmp_path, STOPPED_ROWS)
     out = tmp_path / "out"
     args = ("dedup", corpus, "-o", out, "--id-column", "id", "--memory-limit", LIMIT, "-q", "--json")
     proc = start(*args)
@@ -272,7 +277,7 @@ def test_a_killed_run_resumes_where_it_stopped(tmp_path: Path) -> None:
 
 
 def test_an_interrupted_run_says_how_to_resume_and_refuses_changed_input(tmp_path: Path) -> None:
-    corpus = big_corpus(tmp_path)
+    corpus = big_corpus(tmp_path, STOPPED_ROWS)
     out = tmp_path / "out"
     args = ("dedup", corpus, "-o", out, "--memory-limit", LIMIT, "-q")
     proc = start(*args)
@@ -299,7 +304,7 @@ def test_an_interrupted_run_says_how_to_resume_and_refuses_changed_input(tmp_pat
     fresh = neardup(*args, "--no-resume", "--json")
     assert fresh.returncode == 0, fresh.stderr
     summary = json.loads(fresh.stdout)
-    assert summary["engine"]["stages_resumed"] == [] and summary["input_rows"] == 1201
+    assert summary["engine"]["stages_resumed"] == [] and summary["input_rows"] == STOPPED_ROWS + 1
     assert visible(out) == {f"{name}.jsonl" for name in TABLES} | {"summary.json"}
     assert not (out / WORK).exists()
 
