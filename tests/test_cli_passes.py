@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from click.testing import CliRunner, Result
 
@@ -66,6 +67,7 @@ def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(neardup.cli, "_PASS_ROWS", 300)
     monkeypatch.setattr(neardup.cli, "_PASS_WRITE_ROWS", 70)
     monkeypatch.setattr(neardup.pipeline, "GATHER_ROWS", 45)
+    monkeypatch.setattr(neardup.pipeline, "VERIFY_PAIRS", 25)
 
 
 CASES = [
@@ -227,6 +229,10 @@ def test_find_duplicates_in_passes_decides_what_find_duplicates_decides(
         got.pairs.jaccard, want.pairs.jaccard
     )
     assert want.candidate_count > 50 and len(asked) > 3 and max(a.size for a in asked) == 16
+    lean = find_duplicates_in_passes(iter(groups), len(texts), texts_of, config, keep_signatures=False)
+    assert lean.signatures.shape == (0, 128)
+    assert np.array_equal(lean.clusters.cluster, want.clusters.cluster)
+    assert np.array_equal(lean.pairs.estimated, want.pairs.estimated)
     with pytest.raises(ValueError, match="not the 303 announced"):
         find_duplicates_in_passes(iter(groups), len(texts) + 1, texts_of, config)
 
@@ -269,3 +275,48 @@ def test_verification_gathers_the_text_of_many_chunks_a_slice_at_a_time(
     assert np.array_equal(got.pairs.left, want.pairs.left)
     assert np.array_equal(got.pairs.jaccard, want.pairs.jaccard)
     assert np.array_equal(got.clusters.cluster, want.clusters.cluster)
+
+
+def test_verification_in_blocks_of_pairs_gives_the_exact_jaccard_of_every_pair(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from neardup.config import DedupConfig
+    from neardup.core.shingles import shingle_sets
+    from neardup.core.text import encode_texts
+    from neardup.core.verify import exact_jaccard_pairs
+    from neardup.pipeline import _exact_jaccard
+
+    texts = [str(r["text"]) for r in planted_corpus(400, dup_fraction=0.5, seed=23)]
+    config = DedupConfig.create(threshold=0.5)
+    candidates = neardup.find_duplicates(encode_texts(texts), DedupConfig.create(threshold=0.5, verify=False))
+    left, right = candidates.pairs.left, candidates.pairs.right
+    batch = encode_texts(texts)
+    n = len(texts)
+
+    def sets_of(docs: np.ndarray) -> Any:
+        asked.append(docs)
+        return shingle_sets(batch, docs, candidates.shingle_counts, config.text, config.shingle)
+
+    asked: list[np.ndarray] = []
+    want = _exact_jaccard(n, left, right, sets_of)  # one block: every pair at once
+    assert len(asked) == 1 and left.size > 60
+    monkeypatch.setattr(neardup.pipeline, "VERIFY_PAIRS", 7)
+    asked = []
+    got = _exact_jaccard(n, left, right, sets_of)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(want, exact_jaccard_pairs(sets_of(np.arange(n)), n, left, right))
+    asked.pop()
+    assert len(asked) == -(-left.size // 7) and max(a.size for a in asked) <= 14
+    # the pairs of a component go together: few documents have their set made twice
+    made = np.concatenate(asked)
+    assert made.size < 1.25 * np.unique(made).size
+
+
+def test_output_pieces_gathered_from_a_readers_batches_are_one_chunk_a_column() -> None:
+    from neardup.outputs import table_pieces
+
+    batches = [pa.table({"id": [i, i + 1, i + 2], "text": ["a", None, "c"]}) for i in range(0, 30, 3)]
+    pieces = list(table_pieces(iter(batches), 7))
+    assert [p.num_rows for p in pieces] == [7, 7, 7, 7, 2]
+    assert all(column.num_chunks == 1 for piece in pieces for column in piece.columns)
+    assert pa.concat_tables(pieces).equals(pa.concat_tables(batches))

@@ -667,6 +667,7 @@ def _dedup_in_passes(
                 lambda docs: arrow_to_batch(passes.texts(docs)),
                 config,
                 progress=on_progress,
+                keep_signatures=False,  # no output needs them
             )
         except InputError as exc:
             _fail(str(exc), EXIT_INPUT)

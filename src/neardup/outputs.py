@@ -329,10 +329,16 @@ def table_pieces(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
             count += part.num_rows
             lo += part.num_rows
             if count == rows:
-                yield held[0] if len(held) == 1 else pa.concat_tables(held)
+                yield _joined(held)
                 held, count = [], 0
     if count:
-        yield held[0] if len(held) == 1 else pa.concat_tables(held)
+        yield _joined(held)
+
+
+def _joined(tables: list[pa.Table]) -> pa.Table:
+    """One table of ``tables``' rows, each column one chunk: the writers format a chunk at a
+    time, and a reader's batches of a hundred rows cost them several times a large chunk's time."""
+    return tables[0] if len(tables) == 1 else pa.concat_tables(tables).combine_chunks()
 
 
 def write_outputs(

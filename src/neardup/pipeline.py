@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from neardup.config import DedupConfig
-from neardup.core.clusters import Clusters, assign_clusters
+from neardup.core.clusters import Clusters, assign_clusters, components
 from neardup.core.jit import in_threads, threads
 from neardup.core.lsh import Buckets, band_keys, build_buckets, candidate_pairs
 from neardup.core.minhash import MinHasher, estimate_pairs
@@ -166,6 +166,7 @@ def find_duplicates(
         return np.concatenate([char_lengths(c) for c in chunks]) if n else np.zeros(0, np.int64)
 
     return _decide(
+        _candidates(sigs, counts, cfg, clock=clock, report=report),
         sigs,
         counts,
         cfg,
@@ -183,12 +184,15 @@ def find_duplicates_in_passes(
     config: DedupConfig | None = None,
     *,
     progress: Progress | None = None,
+    keep_signatures: bool = True,
 ) -> DedupResult:
     """:func:`find_duplicates` over text it never holds whole: ``batches`` yields the ``rows``
     documents' text once, in order, a group of chunks at a time (their signatures are taken
     and the text let go), and verification asks ``texts_of(docs)`` for the text of the
     documents in candidate pairs only (``docs`` sorted, at most ``GATHER_ROWS`` at a time).
-    The result is the one :func:`find_duplicates` gives on the same documents."""
+    The result is the one :func:`find_duplicates` gives on the same documents; without
+    ``keep_signatures`` its ``signatures`` are empty (no rows), let go once the candidate
+    pairs' estimates are taken, before verification."""
     cfg = config or DedupConfig()
     report = progress or _noop
     clock = _Clock()
@@ -218,7 +222,12 @@ def find_duplicates_in_passes(
             start = end
         if start != rows:
             raise ValueError(f"the batches held {start} documents, not the {rows} announced")
+        group = chunks = []  # the last group's text, let go
+    found = _candidates(sigs, counts, cfg, clock=clock, report=report)
+    if not keep_signatures:
+        sigs = np.empty((0, cfg.minhash.num_perm), dtype=np.uint32)
     return _decide(
+        found,
         sigs,
         counts,
         cfg,
@@ -240,7 +249,38 @@ def _report_from(report: Progress, stage: str, first: int, total: int, done: int
     report(stage, first + done, total)
 
 
+@dataclass
+class _Candidates:
+    """The candidate pairs of a run, with the buckets they came from and their estimates."""
+
+    bands: int
+    rows: int
+    buckets: Buckets
+    left: np.ndarray
+    right: np.ndarray
+    estimated: np.ndarray
+
+
+def _candidates(
+    sigs: np.ndarray, counts: np.ndarray, cfg: DedupConfig, *, clock: _Clock, report: Progress
+) -> _Candidates:
+    """The buckets and pairs stages: the last that need the signatures."""
+    bands, rows = lsh_shape(cfg.lsh, cfg.minhash)
+    with clock.stage("buckets"):
+        report("buckets", 0, bands)
+        keys = band_keys(sigs, bands, rows)
+        buckets = build_buckets(keys, eligible=counts > 0)
+        del keys
+        report("buckets", bands, bands)
+    with clock.stage("pairs"):
+        left, right = candidate_pairs(buckets, cfg.lsh.max_bucket_size)
+        estimated = estimate_pairs(sigs, left, right)
+        report("pairs", 1, 1)
+    return _Candidates(bands, rows, buckets, left, right, estimated)
+
+
 def _decide(
+    found: _Candidates,
     sigs: np.ndarray,
     counts: np.ndarray,
     cfg: DedupConfig,
@@ -250,31 +290,18 @@ def _decide(
     clock: _Clock,
     report: Progress,
 ) -> DedupResult:
-    """The stages after the signatures: buckets, pairs, verification (with the shingle sets of
-    the documents in candidate pairs from ``shingle_sets_of``) and clusters (with the documents'
-    lengths from ``lengths_of``, which the ``longest`` and ``shortest`` keepers need)."""
+    """The stages after the candidates: verification (with the shingle sets of the documents
+    in candidate pairs from ``shingle_sets_of``) and clusters (with the documents' lengths
+    from ``lengths_of``, which the ``longest`` and ``shortest`` keepers need); ``sigs`` go
+    into the result as they are."""
     n = int(counts.size)
-    bands, rows = lsh_shape(cfg.lsh, cfg.minhash)
-    with clock.stage("buckets"):
-        report("buckets", 0, bands)
-        keys = band_keys(sigs, bands, rows)
-        buckets = build_buckets(keys, eligible=counts > 0)
-        del keys
-        report("buckets", bands, bands)
-
-    with clock.stage("pairs"):
-        left, right = candidate_pairs(buckets, cfg.lsh.max_bucket_size)
-        estimated = estimate_pairs(sigs, left, right)
-        report("pairs", 1, 1)
+    left, right, estimated = found.left, found.right, found.estimated
     candidate_count = int(left.size)
 
     if cfg.verify:
         with clock.stage("verify"):
             report("verify", 0, candidate_count)
-            docs = np.unique(np.concatenate((left, right)))
-            sets = shingle_sets_of(docs)
-            jaccard = exact_jaccard_pairs(sets, n, left, right)
-            del sets
+            jaccard = _exact_jaccard(n, left, right, shingle_sets_of)
             ok = jaccard >= cfg.lsh.threshold
             left, right, jaccard, estimated = left[ok], right[ok], jaccard[ok], estimated[ok]
             report("verify", candidate_count, candidate_count)
@@ -297,16 +324,39 @@ def _decide(
 
     return DedupResult(
         config=cfg,
-        bands=bands,
-        rows=rows,
+        bands=found.bands,
+        rows=found.rows,
         clusters=clusters,
         pairs=Pairs(left=left, right=right, jaccard=jaccard, estimated=estimated, exact=cfg.verify),
-        buckets=buckets,
+        buckets=found.buckets,
         signatures=sigs,
         shingle_counts=counts,
         candidate_count=candidate_count,
         seconds=clock.seconds,
     )
+
+
+VERIFY_PAIRS = 4096
+"""Candidate pairs verified at a time: only their documents' shingle sets are held."""
+
+
+def _exact_jaccard(
+    n: int, left: np.ndarray, right: np.ndarray, shingle_sets_of: Callable[[np.ndarray], ShingleSets]
+) -> np.ndarray:
+    """Exact Jaccard of each candidate pair, ``VERIFY_PAIRS`` pairs at a time with the pairs of a
+    component of the candidate graph together, so that a document's shingle set is made once
+    (twice where a block ends inside its component) and one block's sets are held at a time."""
+    out = np.empty(left.size, dtype=np.float64)
+    if left.size <= VERIFY_PAIRS:
+        order = np.arange(left.size)
+    else:
+        order = np.argsort(components(n, left, right)[left], kind="stable")
+    for lo in range(0, left.size, VERIFY_PAIRS):
+        block = order[lo : lo + VERIFY_PAIRS]
+        some_left, some_right = left[block], right[block]
+        docs = np.unique(np.concatenate((some_left, some_right)))
+        out[block] = exact_jaccard_pairs(shingle_sets_of(docs), n, some_left, some_right)
+    return out
 
 
 def _signatures(
