@@ -68,6 +68,11 @@ def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(neardup.cli, "_PASS_WRITE_ROWS", 70)
     monkeypatch.setattr(neardup.pipeline, "GATHER_ROWS", 45)
     monkeypatch.setattr(neardup.pipeline, "VERIFY_PAIRS", 25)
+    # and bounded in bytes and shingles as well, which cuts most of them before their rows
+    monkeypatch.setattr(neardup.cli, "_PASS_BYTES", 150_000)
+    monkeypatch.setattr(neardup.cli, "_PASS_WRITE_BYTES", 40_000)
+    monkeypatch.setattr(neardup.pipeline, "GATHER_SHINGLES", 4_000)
+    monkeypatch.setattr(neardup.pipeline, "VERIFY_SHINGLES", 9_000)
 
 
 CASES = [
@@ -246,7 +251,9 @@ def test_a_file_too_large_for_passes_by_its_size_is_not_scanned(
     path = write_jsonl(tmp_path / "in.jsonl", records(100, seed=4))
     passes = JsonlPasses(path, ReadOptions())
     assert least_memory_in_passes(path) < passes.memory_estimate(128)
-    assert passes.memory_estimate(128) - least_memory_in_passes(path) == 100 * (4 * 128 + 256)
+    # the first lines suggest the records (all 100 here); the guess takes half of them
+    per_record = passes_module.PER_RECORD
+    assert least_memory_in_passes(path) == passes.memory_estimate(128) - 100 * (4 * 128 + per_record // 2)
 
     def scanned(path: Path) -> np.ndarray:
         raise AssertionError(f"{path} was read for its lines")
@@ -298,11 +305,12 @@ def test_verification_in_blocks_of_pairs_gives_the_exact_jaccard_of_every_pair(
         return shingle_sets(batch, docs, candidates.shingle_counts, config.text, config.shingle)
 
     asked: list[np.ndarray] = []
-    want = _exact_jaccard(n, left, right, sets_of)  # one block: every pair at once
+    counts = candidates.shingle_counts
+    want = _exact_jaccard(left, right, counts, sets_of)  # one block: every pair at once
     assert len(asked) == 1 and left.size > 60
     monkeypatch.setattr(neardup.pipeline, "VERIFY_PAIRS", 7)
     asked = []
-    got = _exact_jaccard(n, left, right, sets_of)
+    got = _exact_jaccard(left, right, counts, sets_of)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(want, exact_jaccard_pairs(sets_of(np.arange(n)), n, left, right))
     asked.pop()
@@ -310,6 +318,54 @@ def test_verification_in_blocks_of_pairs_gives_the_exact_jaccard_of_every_pair(
     # the pairs of a component go together: few documents have their set made twice
     made = np.concatenate(asked)
     assert made.size < 1.25 * np.unique(made).size
+    # and at most VERIFY_SHINGLES shingles to a block, however few the pairs
+    budget = int(counts[left].max() + counts[right].max()) * 3
+    monkeypatch.setattr(neardup.pipeline, "VERIFY_PAIRS", 1000)
+    monkeypatch.setattr(neardup.pipeline, "VERIFY_SHINGLES", budget)
+    asked = []
+    np.testing.assert_array_equal(_exact_jaccard(left, right, counts, sets_of), want)
+    assert len(asked) > 10 and max(int(counts[a].sum()) for a in asked) <= budget
+
+
+@pytest.mark.parametrize(
+    ("weights", "max_items", "budget", "blocks"),
+    [
+        ([], 3, 10, []),
+        ([1, 1, 1, 1, 1, 1, 1], 3, 10, [(0, 3), (3, 6), (6, 7)]),
+        ([4, 4, 4, 4], 3, 9, [(0, 2), (2, 4)]),
+        ([2, 20, 2, 2, 30], 5, 10, [(0, 1), (1, 2), (2, 4), (4, 5)]),
+        ([5, 5], 4, 10, [(0, 2)]),
+    ],
+)
+def test_budgeted_blocks(
+    weights: list[int], max_items: int, budget: int, blocks: list[tuple[int, int]]
+) -> None:
+    from neardup.pipeline import budgeted_blocks
+
+    assert list(budgeted_blocks(np.array(weights, dtype=np.int64), max_items, budget)) == blocks
+
+
+def test_long_documents_are_gathered_fewer_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    from neardup.config import DedupConfig
+    from neardup.core.text import encode_texts
+    from neardup.pipeline import find_duplicates_in_passes
+
+    texts = [str(r["text"]) * (1 + i % 5) for i, r in enumerate(planted_corpus(200, seed=24))]
+    config = DedupConfig.create()
+    want = neardup.find_duplicates(encode_texts(texts), config)
+    monkeypatch.setattr(neardup.pipeline, "GATHER_SHINGLES", 2000)
+    asked: list[np.ndarray] = []
+
+    def texts_of(docs: np.ndarray) -> Any:
+        asked.append(docs)
+        return encode_texts([texts[i] for i in docs])
+
+    got = find_duplicates_in_passes(iter([[encode_texts(texts)]]), len(texts), texts_of, config)
+    np.testing.assert_array_equal(got.pairs.jaccard, want.pairs.jaccard)
+    np.testing.assert_array_equal(got.clusters.cluster, want.clusters.cluster)
+    counts = want.shingle_counts
+    assert len(asked) > 5
+    assert all(int(counts[a].sum()) <= 2000 or a.size == 1 for a in asked)
 
 
 def test_output_pieces_gathered_from_a_readers_batches_are_one_chunk_a_column() -> None:
@@ -320,3 +376,8 @@ def test_output_pieces_gathered_from_a_readers_batches_are_one_chunk_a_column() 
     assert [p.num_rows for p in pieces] == [7, 7, 7, 7, 2]
     assert all(column.num_chunks == 1 for piece in pieces for column in piece.columns)
     assert pa.concat_tables(pieces).equals(pa.concat_tables(batches))
+    # a piece also ends once it holds max_bytes: here at a batch of 3 rows, or the 7 rows
+    small = list(table_pieces(iter(batches), 7, batches[0].nbytes))
+    assert [p.num_rows for p in small] == [3] * 10
+    assert pa.concat_tables(small).equals(pa.concat_tables(batches))
+    assert [p.num_rows for p in table_pieces(iter(batches), 7, 2 * batches[0].nbytes)] == [6] * 5

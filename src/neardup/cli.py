@@ -57,8 +57,10 @@ _MAX_SKIP_LINES = 20
 _D = DedupConfig()  # the defaults shown in --help
 _WRITE_ITEMS = 1 << 20  # ids per slice of clusters / candidate_pairs / lsh_buckets
 _PASS_ROWS = 4096  # documents per signatures call in a run that reads its input in passes
+_PASS_BYTES = 16 << 20  # and at most about this many bytes of them
 _MODES = {"in-memory": "in memory", "passes": "in memory, input read in passes", "streaming": "streaming"}
 _PASS_WRITE_ROWS = 2048  # input rows per output piece there: fewer rows in flight
+_PASS_WRITE_BYTES = 8 << 20  # and at most about this many bytes of them
 
 
 def _fail(message: str, code: int) -> NoReturn:
@@ -654,7 +656,7 @@ def _dedup_in_passes(
     text = passes.text_column
 
     def groups() -> Iterator[list[TextBatch]]:
-        for table in table_pieces(passes.first_pass(), _PASS_ROWS):
+        for table in table_pieces(passes.first_pass(), _PASS_ROWS, _PASS_BYTES):
             yield arrow_to_batches(table.column(text))
             pa.default_memory_pool().release_unused()  # the blocks hashed before this group
         pa.default_memory_pool().release_unused()
@@ -683,13 +685,14 @@ def _dedup_in_passes(
                 write_outputs(
                     target,
                     fmt,
-                    inputs=prefetched(table_pieces(passes.tables(), _PASS_WRITE_ROWS)),
+                    inputs=prefetched(table_pieces(passes.tables(), _PASS_WRITE_ROWS, _PASS_WRITE_BYTES)),
                     schema=passes.schema,
                     ids=passes.ids,
                     result=result,
                     max_items=_WRITE_ITEMS,
                     progress=on_progress,
                     piece_rows=_PASS_WRITE_ROWS,
+                    piece_bytes=_PASS_WRITE_BYTES,
                 )
                 summary["seconds"]["write"] = round(time.perf_counter() - t_write, 4)
                 summary["seconds"]["total"] = round(time.perf_counter() - t0 + read_seconds, 4)

@@ -316,11 +316,13 @@ WRITE_ROWS = 8192
 rows in flight, and making one piece overlaps writing the one before."""
 
 
-def table_pieces(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
+def table_pieces(tables: Iterable[pa.Table], rows: int, max_bytes: int | None = None) -> Iterator[pa.Table]:
     """The rows of ``tables`` in order, in pieces of ``rows`` (the last one shorter; none for no
-    rows): large tables are sliced, small ones (a reader's batches) gathered without copying."""
+    rows): large tables are sliced, small ones (a reader's batches) gathered into one. With
+    ``max_bytes``, a piece also ends once it holds that many bytes (so long rows go fewer to a
+    piece; a table of more bytes than that with fewer rows is a piece of its own)."""
     held: list[pa.Table] = []
-    count = 0
+    count = size = 0
     for table in tables:
         lo = 0
         while lo < table.num_rows:
@@ -328,9 +330,11 @@ def table_pieces(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
             held.append(part)
             count += part.num_rows
             lo += part.num_rows
-            if count == rows:
+            if max_bytes is not None:
+                size += part.nbytes
+            if count == rows or (max_bytes is not None and size >= max_bytes):
                 yield _joined(held)
-                held, count = [], 0
+                held, count, size = [], 0, 0
     if count:
         yield _joined(held)
 
@@ -352,13 +356,14 @@ def write_outputs(
     max_items: int,
     progress: Progress | None = None,
     piece_rows: int = WRITE_ROWS,
+    piece_bytes: int | None = None,
 ) -> None:
     """Write the six tables of :func:`build_tables` into ``target``, a slice at a time.
 
     ``inputs`` are the input rows in order (``schema`` is theirs), ``ids`` every row's id;
     ``annotated``, ``deduped`` and ``duplicates`` are written in pieces of ``piece_rows``
-    input rows, the others in slices of about ``max_items`` values, so no whole output
-    table is held.
+    input rows (and at most about ``piece_bytes`` bytes, if given), the others in slices of
+    about ``max_items`` values, so no whole output table is held.
     """
     report = progress or (lambda stage, done, total: None)
     clusters = result.clusters
@@ -372,7 +377,7 @@ def write_outputs(
     workers = min(len(_ROW_TABLES), threads())
     with ThreadPoolExecutor(max_workers=workers) as pool:
         writing: list[Future[None]] = []  # the previous piece's writes, while this one is made
-        for table in table_pieces(inputs, piece_rows):
+        for table in table_pieces(inputs, piece_rows, piece_bytes):
             row_pieces = annotate(table, ids, clusters, start)
             for done in writing:
                 done.result()

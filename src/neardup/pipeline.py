@@ -189,7 +189,8 @@ def find_duplicates_in_passes(
     """:func:`find_duplicates` over text it never holds whole: ``batches`` yields the ``rows``
     documents' text once, in order, a group of chunks at a time (their signatures are taken
     and the text let go), and verification asks ``texts_of(docs)`` for the text of the
-    documents in candidate pairs only (``docs`` sorted, at most ``GATHER_ROWS`` at a time).
+    documents in candidate pairs only (``docs`` sorted, at most ``GATHER_ROWS`` at a time, fewer
+    when they are long: ``GATHER_SHINGLES``).
     The result is the one :func:`find_duplicates` gives on the same documents; without
     ``keep_signatures`` its ``signatures`` are empty (no rows), let go once the candidate
     pairs' estimates are taken, before verification."""
@@ -301,7 +302,7 @@ def _decide(
     if cfg.verify:
         with clock.stage("verify"):
             report("verify", 0, candidate_count)
-            jaccard = _exact_jaccard(n, left, right, shingle_sets_of)
+            jaccard = _exact_jaccard(left, right, counts, shingle_sets_of)
             ok = jaccard >= cfg.lsh.threshold
             left, right, jaccard, estimated = left[ok], right[ok], jaccard[ok], estimated[ok]
             report("verify", candidate_count, candidate_count)
@@ -338,25 +339,47 @@ def _decide(
 
 VERIFY_PAIRS = 4096
 """Candidate pairs verified at a time: only their documents' shingle sets are held."""
+VERIFY_SHINGLES = 1 << 22
+"""At most this many shingles (8 bytes each) in the documents of one verification block,
+however long the documents are (a pair heavier than this is a block of its own)."""
 
 
 def _exact_jaccard(
-    n: int, left: np.ndarray, right: np.ndarray, shingle_sets_of: Callable[[np.ndarray], ShingleSets]
+    left: np.ndarray,
+    right: np.ndarray,
+    counts: np.ndarray,
+    shingle_sets_of: Callable[[np.ndarray], ShingleSets],
 ) -> np.ndarray:
-    """Exact Jaccard of each candidate pair, ``VERIFY_PAIRS`` pairs at a time with the pairs of a
-    component of the candidate graph together, so that a document's shingle set is made once
-    (twice where a block ends inside its component) and one block's sets are held at a time."""
+    """Exact Jaccard of each candidate pair, in blocks of at most ``VERIFY_PAIRS`` pairs and
+    ``VERIFY_SHINGLES`` shingles (``counts`` per document), with the pairs of a component of
+    the candidate graph together: a document's shingle set is made once (twice where a block
+    ends inside its component), and one block's sets are held at a time."""
+    n = int(counts.size)
     out = np.empty(left.size, dtype=np.float64)
-    if left.size <= VERIFY_PAIRS:
+    if left.size <= VERIFY_PAIRS and int(counts[left].sum() + counts[right].sum()) <= VERIFY_SHINGLES:
         order = np.arange(left.size)
     else:
         order = np.argsort(components(n, left, right)[left], kind="stable")
-    for lo in range(0, left.size, VERIFY_PAIRS):
-        block = order[lo : lo + VERIFY_PAIRS]
+    weights = counts[left[order]] + counts[right[order]]
+    for lo, hi in budgeted_blocks(weights, VERIFY_PAIRS, VERIFY_SHINGLES):
+        block = order[lo:hi]
         some_left, some_right = left[block], right[block]
         docs = np.unique(np.concatenate((some_left, some_right)))
         out[block] = exact_jaccard_pairs(shingle_sets_of(docs), n, some_left, some_right)
     return out
+
+
+def budgeted_blocks(weights: np.ndarray, max_items: int, budget: int) -> Iterator[tuple[int, int]]:
+    """``[lo, hi)`` runs of consecutive items, in order, each of at most ``max_items`` items
+    whose ``weights`` sum to at most ``budget`` (an item heavier than that alone)."""
+    ends = np.cumsum(weights, dtype=np.int64)
+    lo = 0
+    while lo < weights.size:
+        before = int(ends[lo - 1]) if lo else 0
+        hi = int(np.searchsorted(ends, before + budget, side="right"))
+        hi = max(lo + 1, min(hi, lo + max_items))
+        yield lo, hi
+        lo = hi
 
 
 def _signatures(
@@ -433,20 +456,22 @@ def _gather(chunks: list[TextBatch], firsts: np.ndarray, docs: np.ndarray) -> Te
 GATHER_ROWS = 4096
 """Documents whose text verification gathers at a time (from the chunks of a column, or from
 ``texts_of`` in :func:`find_duplicates_in_passes`)."""
+GATHER_SHINGLES = 1 << 21
+"""At most this many shingles in the documents gathered at a time (a few bytes of text each),
+so that long documents are gathered fewer at a time."""
 
 
 def _gathered_shingle_sets(
     texts_of: Callable[[np.ndarray], TextBatch], docs: np.ndarray, counts: np.ndarray, cfg: DedupConfig
 ) -> ShingleSets:
     """Shingle sets of documents ``docs`` (sorted), their text asked of ``texts_of`` a slice of
-    ``GATHER_ROWS`` at a time: only one slice's text is held, and each slice's sets go
-    straight into the one buffer of all of them."""
+    at most ``GATHER_ROWS`` documents and ``GATHER_SHINGLES`` shingles at a time: only one
+    slice's text is held, and each slice's sets go straight into the one buffer of all of them."""
     bounds = np.zeros(docs.size + 1, dtype=np.int64)
     np.cumsum(counts[docs], out=bounds[1:])
     values = np.empty(int(bounds[-1]), dtype=np.uint64)
     lengths = np.zeros(docs.size, dtype=np.int64)
-    for lo in range(0, docs.size, GATHER_ROWS):
-        hi = min(docs.size, lo + GATHER_ROWS)
+    for lo, hi in budgeted_blocks(counts[docs], GATHER_ROWS, GATHER_SHINGLES):
         some = docs[lo:hi]
         gathered = texts_of(some)
         if len(gathered) != some.size:

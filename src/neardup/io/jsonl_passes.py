@@ -40,13 +40,15 @@ from neardup.io.jsonl import STREAM_BLOCK_SIZE, _temporal_in
 
 SCAN_BYTES = 16 << 20
 """Bytes read at a time when finding the lines."""
-PER_RECORD = 256
+PER_RECORD = 512
 """Bytes held per record besides its signature: its byte range, shingle count, id, band keys
-while the buckets are built, cluster and keep flag."""
+and the sorting of them while the buckets are built, cluster and keep flag."""
+PASSES_WORKING = 256 << 20
+"""Bytes held at once besides the records' share, however large the file: the groups of
+documents hashed, parsed and read ahead in the first pass, one verification block's text and
+shingle sets, the output pieces in flight; each is bounded in rows and in bytes."""
 PASSES_FACTOR = 2
-"""Bytes held at once per byte of input: the shingle sets of the documents in candidate pairs
-(about 1.3 bytes per byte of text for word shingles, when every document is in a pair), the
-blocks read ahead and the output pieces in flight."""
+"""Bytes held at once per byte of a file too small to fill ``PASSES_WORKING``."""
 REREAD_BLOCK_SIZE = 256 << 10
 """Bytes per block when the file is read again (the first pass reads as the whole-file reader
 does, whose first block decides the columns' types): pyarrow reads some 30 blocks ahead, and
@@ -66,9 +68,17 @@ def takes(paths: list[Path]) -> bool:
 
 
 def least_memory_in_passes(path: Path) -> int:
-    """:meth:`JsonlPasses.memory_estimate` without the records' share: known from the file's
-    size alone, before its lines are counted."""
-    return IN_MEMORY_BASE + PASSES_FACTOR * path.stat().st_size
+    """A low guess at :meth:`JsonlPasses.memory_estimate` from the file's size and its first
+    lines alone (half the records they suggest, at ``PER_RECORD`` bytes each), before the
+    whole file is read for its lines: a file it puts over the limit is not worth that read."""
+    size = path.stat().st_size
+    sample = head(lambda: open(path, "rb"))  # noqa: SIM115 (closed by head)
+    guess = size * sample.count(b"\n") // max(len(sample), 1)
+    return IN_MEMORY_BASE + _working(size) + PER_RECORD * guess // 2
+
+
+def _working(size: int) -> int:
+    return min(PASSES_WORKING, PASSES_FACTOR * size)
 
 
 def record_spans(path: Path) -> np.ndarray:
@@ -135,10 +145,8 @@ class JsonlPasses:
     def memory_estimate(self, num_perm: int) -> int:
         """Estimated peak memory of deduplicating this file in passes with ``num_perm``
         permutations: the process, each record's signature and the few values held per
-        record, and ``PASSES_FACTOR`` bytes per byte of the file for what verification and
-        the outputs hold at once."""
-        per_record = 4 * num_perm + PER_RECORD
-        return IN_MEMORY_BASE + self.rows * per_record + PASSES_FACTOR * self._stamp[0]
+        record, and ``PASSES_WORKING`` (less for a small file) for what the stages hold at once."""
+        return IN_MEMORY_BASE + self.rows * (4 * num_perm + PER_RECORD) + _working(self._stamp[0])
 
     def _open(self) -> Any:
         """pyarrow's block-wise reader with the options of :func:`~neardup.io.jsonl.read_jsonl`;
