@@ -381,3 +381,25 @@ def test_output_pieces_gathered_from_a_readers_batches_are_one_chunk_a_column() 
     assert [p.num_rows for p in small] == [3] * 10
     assert pa.concat_tables(small).equals(pa.concat_tables(batches))
     assert [p.num_rows for p in table_pieces(iter(batches), 7, 2 * batches[0].nbytes)] == [6] * 5
+
+
+@pytest.mark.parametrize("change", ["a new field", "a type change"])
+def test_a_column_that_changes_after_the_first_block_streams_with_the_same_outputs(
+    tmp_path: Path, change: str
+) -> None:
+    rows = records(1600, seed=12)  # about 2.4 MB: row 1201 is well past the first 1 MiB block
+    if change == "a new field":
+        rows[1201]["brand_new"] = 5
+    else:
+        rows[1201]["score"] = "high"
+    path = write_jsonl(tmp_path / "in.jsonl", rows)
+    with pytest.raises(WholeReadNeededError):
+        for _ in JsonlPasses(path, ReadOptions(id_column="id")).first_pass():
+            pass
+    args = ["--id-column", "id"]
+    whole = run("dedup", path, "-o", tmp_path / "whole", "-q", *args)
+    assert whole.exit_code == 0, whole.output
+    limit = in_memory_estimate([path]) - 1
+    fallback = run("dedup", path, "-o", tmp_path / "out", "-q", "--memory-limit", limit, *args)
+    assert fallback.exit_code == 0, fallback.output
+    assert assert_same_outputs(tmp_path / "out", tmp_path / "whole")["engine"]["mode"] == "streaming"

@@ -21,6 +21,7 @@ that reader's errors and skipped records. A file that changes between the passes
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import time
 from collections.abc import Iterator
@@ -184,9 +185,12 @@ class JsonlPasses:
         the file, and the ids once all are read (raising :class:`WholeReadNeededError` where it would
         take its slow path or report a record)."""
         reader = self._first_reader()
+        first = _guarded(reader.read_next_batch, stop=True)
+        del reader  # and its blocks read ahead: the first has fixed the types, smaller ones follow
         ids: list[pa.Array] = []
         done = 0
-        while (batch := _guarded(reader.read_next_batch, stop=True)) is not None:
+        rest = self._batches(skip=first.num_rows) if first is not None else iter(())
+        for batch in itertools.chain([first] if first is not None else [], rest):
             table = pa.Table.from_batches([batch], schema=self._read_schema)
             _check(table)
             if done + table.num_rows > self.rows:
@@ -205,15 +209,29 @@ class JsonlPasses:
     def tables(self) -> Iterator[pa.Table]:
         """The rows in order again, as the first pass yielded them."""
         self._unchanged()
-        reader = _guarded(self._open)
-        if reader.schema != self._read_schema:
-            raise self._changed()
         done = 0
-        while (batch := _guarded(reader.read_next_batch, stop=True)) is not None:
-            yield self._shaped(pa.Table.from_batches([batch], schema=self._read_schema), done)
-            done += batch.num_rows
+        try:
+            for batch in self._batches():
+                yield self._shaped(pa.Table.from_batches([batch], schema=self._read_schema), done)
+                done += batch.num_rows
+        except WholeReadNeededError as exc:
+            raise self._changed() from exc
         if done != self.rows:
             raise self._changed()
+
+    def _batches(self, skip: int = 0) -> Iterator[pa.RecordBatch]:
+        """The file's record batches in the types the first block fixed, read in small blocks,
+        from row ``skip`` on; raises :class:`WholeReadNeededError` where a block does not parse
+        in those types or brings a new field."""
+        reader = _guarded(self._open)
+        while (batch := _guarded(reader.read_next_batch, stop=True)) is not None:
+            if batch.schema != self._read_schema:
+                raise WholeReadNeededError("a field first seen after the first block")
+            if skip >= batch.num_rows:
+                skip -= batch.num_rows
+                continue
+            yield batch.slice(skip) if skip else batch
+            skip = 0
 
     def texts(self, rows: np.ndarray) -> pa.Array:
         """The text (strings, null where a record has none) of records ``rows``, in that order:
