@@ -128,3 +128,24 @@ def test_find_duplicates_over_chunks_equals_one_batch(keep: str) -> None:
     np.testing.assert_array_equal(chunked.pairs.jaccard, whole.pairs.jaccard)
     np.testing.assert_array_equal(chunked.clusters.representative, whole.clusters.representative)
     np.testing.assert_array_equal(chunked.keep, whole.keep)
+
+
+def test_find_duplicates_takes_a_list_of_texts() -> None:
+    from neardup.core.text import encode_texts
+    from neardup.pipeline import find_duplicates
+    from synthetic import planted_corpus
+
+    texts: list[str | None] = [r["text"] for r in planted_corpus(200, dup_fraction=0.3, seed=4)]
+    texts[7] = None
+    packed = find_duplicates(encode_texts(texts))
+    listed = find_duplicates(texts)
+    assert packed.pairs.left.size > 20
+    np.testing.assert_array_equal(listed.signatures, packed.signatures)
+    np.testing.assert_array_equal(listed.clusters.cluster, packed.clusters.cluster)
+    assert find_duplicates([]).clusters.cluster.size == 0
+    with pytest.raises(TypeError, match="not one str"):
+        find_duplicates("one text")
+    with pytest.raises(TypeError, match="text 1 is a int"):
+        find_duplicates(["a", 3])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="not a mix"):
+        find_duplicates([encode_texts(["a"]), "b"])  # type: ignore[list-item]

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -134,14 +134,15 @@ def _noop(stage: str, done: int, total: int) -> None:
 
 
 def find_duplicates(
-    batch: TextBatch | Sequence[TextBatch],
+    batch: TextBatch | Sequence[TextBatch] | Sequence[str | None],
     config: DedupConfig | None = None,
     *,
     lengths: np.ndarray | None = None,
     progress: Progress | None = None,
 ) -> DedupResult:
     """Run the whole pipeline on one batch of documents, or on batches in a row (the chunks of
-    an Arrow column, see :func:`arrow_to_batches`: the text is never copied into one buffer).
+    an Arrow column, see :func:`arrow_to_batches`: the text is never copied into one buffer), or
+    on a list of strings (packed into one batch first; None counts as empty).
 
     ``lengths`` (characters per document) is needed by the ``longest`` and
     ``shortest`` keeper policies; it is computed from the batch if omitted.
@@ -149,7 +150,7 @@ def find_duplicates(
     cfg = config or DedupConfig()
     report = progress or _noop
     clock = _Clock()
-    chunks = [batch] if isinstance(batch, TextBatch) else list(batch) or [encode_texts([])]
+    chunks = _as_chunks(batch)
     firsts = _firsts(chunks)
     n = int(firsts[-1])
     hasher = MinHasher(cfg.minhash, cfg.text, cfg.shingle)
@@ -175,6 +176,22 @@ def find_duplicates(
         clock=clock,
         report=report,
     )
+
+
+def _as_chunks(batch: TextBatch | Sequence[TextBatch] | Sequence[str | None]) -> list[TextBatch]:
+    if isinstance(batch, TextBatch):
+        return [batch]
+    if isinstance(batch, str):
+        raise TypeError("find_duplicates takes a batch or a list of texts, not one str")
+    items = list(batch)
+    if all(isinstance(item, TextBatch) for item in items) and items:
+        return cast(list[TextBatch], items)
+    if any(isinstance(item, TextBatch) for item in items):
+        raise TypeError("find_duplicates takes batches or texts, not a mix of both")
+    for k, item in enumerate(items):
+        if item is not None and not isinstance(item, str):
+            raise TypeError(f"text {k} is a {type(item).__name__}, not a str (or None)")
+    return [encode_texts(cast(list[str | None], items))]
 
 
 def find_duplicates_in_passes(
