@@ -143,6 +143,10 @@ def test_find_duplicates_takes_a_list_of_texts() -> None:
     np.testing.assert_array_equal(listed.signatures, packed.signatures)
     np.testing.assert_array_equal(listed.clusters.cluster, packed.clusters.cluster)
     assert find_duplicates([]).clusters.cluster.size == 0
+    lean = find_duplicates(texts, keep_signatures=False)
+    assert lean.signatures.shape == (0, 128)
+    np.testing.assert_array_equal(lean.clusters.cluster, packed.clusters.cluster)
+    np.testing.assert_array_equal(lean.pairs.estimated, packed.pairs.estimated)
     with pytest.raises(TypeError, match="not one str"):
         find_duplicates("one text")
     with pytest.raises(TypeError, match="text 1 is a int"):

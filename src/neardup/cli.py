@@ -557,7 +557,7 @@ def _dedup(
         against: AgainstResult | None = None
         if index is None:  # the text as read, chunk by chunk: never copied
             texts = arrow_to_batches(corpus.table.column(corpus.text_column))
-            result = find_duplicates(texts, config, progress=on_progress)
+            result = find_duplicates(texts, config, progress=on_progress, keep_signatures=False)
             figures = result.summary()
             t_write = time.perf_counter()
         else:

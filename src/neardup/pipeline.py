@@ -139,10 +139,13 @@ def find_duplicates(
     *,
     lengths: np.ndarray | None = None,
     progress: Progress | None = None,
+    keep_signatures: bool = True,
 ) -> DedupResult:
     """Run the whole pipeline on one batch of documents, or on batches in a row (the chunks of
     an Arrow column, see :func:`arrow_to_batches`: the text is never copied into one buffer), or
-    on a list of strings (packed into one batch first; None counts as empty).
+    on a list of strings (packed into one batch first; None counts as empty). Without
+    ``keep_signatures`` the result's ``signatures`` are empty (no rows): let go once the
+    candidate pairs' estimates are taken.
 
     ``lengths`` (characters per document) is needed by the ``longest`` and
     ``shortest`` keeper policies; it is computed from the batch if omitted.
@@ -166,8 +169,11 @@ def find_duplicates(
             return lengths
         return np.concatenate([char_lengths(c) for c in chunks]) if n else np.zeros(0, np.int64)
 
+    found = _candidates(sigs, counts, cfg, clock=clock, report=report)
+    if not keep_signatures:
+        sigs = np.empty((0, cfg.minhash.num_perm), dtype=np.uint32)
     return _decide(
-        _candidates(sigs, counts, cfg, clock=clock, report=report),
+        found,
         sigs,
         counts,
         cfg,
