@@ -311,7 +311,7 @@ def bucket_tables(ids: pa.Array, buckets: Buckets, *, max_items: int) -> Iterato
 
 
 _ROW_TABLES = ("annotated", "deduped", "duplicates")
-WRITE_ROWS = 8192
+WRITE_ROWS = 4096
 """Input rows per piece of ``annotated``, ``deduped`` and ``duplicates``: small pieces keep few
 rows in flight, and making one piece overlaps writing the one before."""
 
