@@ -169,9 +169,7 @@ def find_duplicates(
             return lengths
         return np.concatenate([char_lengths(c) for c in chunks]) if n else np.zeros(0, np.int64)
 
-    found = _candidates(sigs, counts, cfg, clock=clock, report=report)
-    if not keep_signatures:
-        sigs = np.empty((0, cfg.minhash.num_perm), dtype=np.uint32)
+    found, sigs = _candidates(sigs, counts, cfg, keep_signatures=keep_signatures, clock=clock, report=report)
     return _decide(
         found,
         sigs,
@@ -247,9 +245,7 @@ def find_duplicates_in_passes(
         if start != rows:
             raise ValueError(f"the batches held {start} documents, not the {rows} announced")
         group = chunks = []  # the last group's text, let go
-    found = _candidates(sigs, counts, cfg, clock=clock, report=report)
-    if not keep_signatures:
-        sigs = np.empty((0, cfg.minhash.num_perm), dtype=np.uint32)
+    found, sigs = _candidates(sigs, counts, cfg, keep_signatures=keep_signatures, clock=clock, report=report)
     return _decide(
         found,
         sigs,
@@ -286,9 +282,17 @@ class _Candidates:
 
 
 def _candidates(
-    sigs: np.ndarray, counts: np.ndarray, cfg: DedupConfig, *, clock: _Clock, report: Progress
-) -> _Candidates:
-    """The buckets and pairs stages: the last that need the signatures."""
+    sigs: np.ndarray,
+    counts: np.ndarray,
+    cfg: DedupConfig,
+    *,
+    keep_signatures: bool,
+    clock: _Clock,
+    report: Progress,
+) -> tuple[_Candidates, np.ndarray]:
+    """The buckets and pairs stages, the last that need the signatures; returns the candidates
+    and the signatures for the result: ``sigs``, or none (no rows) without ``keep_signatures``,
+    so that the caller, binding its name to them, lets the matrix go."""
     bands, rows = lsh_shape(cfg.lsh, cfg.minhash)
     with clock.stage("buckets"):
         report("buckets", 0, bands)
@@ -300,7 +304,8 @@ def _candidates(
         left, right = candidate_pairs(buckets, cfg.lsh.max_bucket_size)
         estimated = estimate_pairs(sigs, left, right)
         report("pairs", 1, 1)
-    return _Candidates(bands, rows, buckets, left, right, estimated)
+    kept = sigs if keep_signatures else np.empty((0, sigs.shape[1]), dtype=np.uint32)
+    return _Candidates(bands, rows, buckets, left, right, estimated), kept
 
 
 def _decide(
@@ -379,10 +384,7 @@ def _exact_jaccard(
     ends inside its component), and one block's sets are held at a time."""
     n = int(counts.size)
     out = np.empty(left.size, dtype=np.float64)
-    if left.size <= VERIFY_PAIRS and int(counts[left].sum() + counts[right].sum()) <= VERIFY_SHINGLES:
-        order = np.arange(left.size)
-    else:
-        order = np.argsort(components(n, left, right)[left], kind="stable")
+    order = np.argsort(components(n, left, right)[left], kind="stable")
     weights = counts[left[order]] + counts[right[order]]
     for lo, hi in budgeted_blocks(weights, VERIFY_PAIRS, VERIFY_SHINGLES):
         block = order[lo:hi]
