@@ -10,14 +10,21 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import neardup.io.jsonl
+import neardup.io.stream
 from neardup import DedupConfig, InputError, dedup
 from neardup.io import ReadOptions, read_corpus
+from neardup.io._common import BOM, Format, split_lines
+from neardup.io.jsonl import _record_lines
 from neardup.io.stream import scan
 from neardup.outputs import annotate, bucket_tables, build_tables, cluster_tables, pair_tables
 from synthetic import planted_corpus
@@ -256,3 +263,152 @@ def test_hex_strings_are_sixteen_lower_case_digits() -> None:
     values[:4] = [0, 1, 2**63, 2**64 - 1]
     assert hex_strings(values).to_pylist() == [f"{int(v):016x}" for v in values]
     assert hex_strings(values[:0]).to_pylist() == []
+
+
+# -- a JSON Lines file copied a block at a time ----------------------------------------------------
+
+LATER = 1201  # of records(1600): a row well past the first 1 MiB block
+
+BLOCK_CASES: dict[str, tuple[object, dict[str, str], bool]] = {
+    # (what row LATER becomes, read options, whether the file is copied block by block)
+    "every record good": (None, {}, True),
+    "ids given": (None, {"id_column": "id"}, True),
+    "text as JSON null in the first block": ("text null", {}, True),
+    "a missing text column": (None, {"text_column": "body"}, True),
+    "a new field after the first block": ("new field", {}, False),
+    "a type change after the first block": ("type change", {}, False),
+    "a null record after the first block": ("null", {"on_error": "skip"}, False),
+    "a bad line after the first block": ("{oops", {"on_error": "skip"}, False),
+    "bad UTF-8 after the first block": (b'{"id": "u", "text": "caf\xff"}', {"on_error": "skip"}, False),
+    "a text that is a number after the first block": ("text number", {"on_error": "skip"}, False),
+}
+
+
+def _block_file(path: Path, change: object, *, gz: bool = False) -> Path:
+    from test_cli_passes import records
+
+    rows: list[object] = list(records(1600, seed=21))
+    if change == "text null":
+        rows[3] = {"id": "first-null", "text": None}
+    elif change == "new field":
+        rows[LATER] = {**rows[LATER], "brand_new": 5}  # type: ignore[dict-item]
+    elif change == "type change":
+        rows[LATER] = {**rows[LATER], "group": "a string"}  # type: ignore[dict-item]
+    elif change == "text number":
+        rows[LATER] = {**rows[LATER], "text": 12}  # type: ignore[dict-item]
+    elif change is not None:
+        rows[LATER] = change
+    data = b"".join(
+        r if isinstance(r, bytes) else (r if isinstance(r, str) else json.dumps(r)).encode() + b"\n"
+        for r in rows
+    )
+    if gz:
+        path = path.with_suffix(".jsonl.gz")
+        path.write_bytes(gzip.compress(data))
+    else:
+        path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
+@pytest.mark.parametrize("case", list(BLOCK_CASES))
+def test_a_json_lines_file_streams_in_blocks_when_it_reads_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str, gz: bool
+) -> None:
+    change, kwargs, in_blocks = BLOCK_CASES[case]
+    path = _block_file(tmp_path / "in.jsonl", change, gz=gz)
+    assert path.stat().st_size > (1 << 20) or gz
+    options = ReadOptions(**kwargs)  # type: ignore[arg-type]
+    whole_reads: list[list[Path]] = []
+    real_read_part = neardup.io.stream.read_part
+
+    def read_part(paths: list[Path], *args: object) -> object:
+        whole_reads.append(paths)
+        return real_read_part(paths, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(neardup.io.stream, "read_part", read_part)
+    cache = tmp_path / "cache"
+    try:
+        want = read_corpus([path], options)
+    except InputError as exc:
+        with pytest.raises(type(exc)) as info:
+            scan([path], options, cache_dir=cache, batch_bytes=1 << 16)
+        assert str(info.value) == str(exc)
+    else:
+        stream = scan([path], options, cache_dir=cache, batch_bytes=1 << 16)
+        got = pa.concat_tables(list(stream.tables()))
+        assert got.schema.equals(want.table.schema, check_metadata=True)
+        assert got.equals(want.table)
+        assert [str(e) for e in stream.skipped] == [str(e) for e in want.skipped]
+        assert stream.rows == want.table.num_rows
+        assert max(t.num_rows for t in stream.tables()) < want.table.num_rows  # bounded batches
+    assert (whole_reads == []) == in_blocks
+    assert not [p for p in cache.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_repeated_id_in_a_file_copied_in_blocks_names_its_line(tmp_path: Path) -> None:
+    path = _block_file(tmp_path / "in.jsonl", None)
+    lines = path.read_bytes().split(b"\n")
+    lines.insert(LATER, b"   ")  # a blank line before it moves the record down one line
+    lines[LATER + 1] = lines[5]  # the id of line 6 again
+    path.write_bytes(b"\n".join(lines))
+    options = ReadOptions(id_column="id")
+    with pytest.raises(InputError) as want:
+        read_corpus([path], options)
+    with pytest.raises(InputError) as got:
+        scan([path], options, cache_dir=tmp_path / "cache", batch_bytes=1 << 16)
+    assert str(got.value) == str(want.value)
+    assert f"in.jsonl:{LATER + 2}: duplicate id" in str(got.value)
+
+
+COPY_PEAK = """
+import sys
+from pathlib import Path
+import pyarrow as pa
+import neardup.io.jsonl
+from neardup.io import ReadOptions
+from neardup.io.stream import scan
+neardup.io.jsonl.STREAM_BLOCK_SIZE = 64 << 10  # the reader's read-ahead is some 30 blocks
+stream = scan([sys.argv[1]], ReadOptions(), cache_dir=Path(sys.argv[2]), batch_bytes=1 << 20)
+print(pa.default_memory_pool().max_memory(), stream.rows)
+"""
+
+
+def test_a_json_lines_file_is_copied_without_being_held_whole(tmp_path: Path) -> None:
+    one = _block_file(tmp_path / "one.jsonl", None).read_bytes()
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(one * 12)  # about 29 MB; generated ids, so repeated lines are fine
+    out = subprocess.run(
+        [sys.executable, "-c", COPY_PEAK, str(path), str(tmp_path / "cache")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    peak, rows = int(out[0]), int(out[1])
+    assert rows == 12 * 1600
+    assert peak < path.stat().st_size // 4, (peak, path.stat().st_size)  # held whole: above its size
+
+
+def _lines_of_records(data: bytes) -> list[int]:
+    """The definition: the 1-based numbers of the lines that are not blank."""
+    return [n for n, raw in enumerate(split_lines(data), 1) if raw.strip()]
+
+
+@pytest.mark.parametrize("chunk", [3, 5, 64, 1 << 20])
+def test_record_lines_read_in_chunks_number_the_non_blank_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    monkeypatch.setattr(neardup.io.jsonl, "LINE_SCAN_BYTES", chunk)
+    rng = random.Random(chunk)
+    pieces = [b'{"a": 1}', b"", b"   ", b"\t\x0b\x0c", b'  {"b": 2}  ', b"x", b"\r"]
+    for trial in range(40):
+        ends = [rng.choice([b"\n", b"\r\n"]) for _ in range(12)]
+        data = b"".join(rng.choice(pieces) + end for end in ends)
+        if trial % 3 == 0:
+            data = data.rstrip(b"\r\n") + rng.choice([b"", b"  ", b"y"])  # no newline at the end
+        if trial % 4 == 0:
+            data = BOM + data
+        fmt = Format("jsonl", gzip=trial % 5 == 0)
+        path = tmp_path / f"{trial}.jsonl"
+        path.write_bytes(gzip.compress(data) if fmt.gzip else data)
+        assert _record_lines(path, fmt).tolist() == _lines_of_records(data), data

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -85,6 +85,18 @@ def read_bytes(path: Path, fmt: Format) -> bytes:
             with gzip.open(path, "rb") as fh:
                 return fh.read()
         return path.read_bytes()
+    except (gzip.BadGzipFile, zlib.error, EOFError) as exc:
+        raise InputError(f"not a readable gzip file: {exc}", path=path) from exc
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from exc
+
+
+def read_chunks(path: Path, fmt: Format, size: int) -> Iterator[bytes]:
+    """The file's content, decompressed, ``size`` bytes at a time; errors as :func:`read_bytes`."""
+    try:
+        with gzip.open(path, "rb") if fmt.gzip else open(path, "rb") as fh:
+            while chunk := fh.read(size):
+                yield chunk
     except (gzip.BadGzipFile, zlib.error, EOFError) as exc:
         raise InputError(f"not a readable gzip file: {exc}", path=path) from exc
     except OSError as exc:

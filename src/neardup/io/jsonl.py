@@ -2,14 +2,16 @@
 
 pyarrow's reader does the work; only when it refuses a file, or the text field
 is not a string, does a line-by-line pass find each bad line and its reason.
-Blank lines are skipped.
+Blank lines are skipped. :func:`read_blocks` gives the same table a block at a
+time, for the files that read the same that way.
 """
 
 from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ import pyarrow.json as pj
 from neardup.errors import InputError
 from neardup.io._common import (
     BLOCK_SIZE,
+    BOM,
     Format,
     Part,
     Problems,
@@ -30,6 +33,7 @@ from neardup.io._common import (
     json_text,
     json_type,
     read_bytes,
+    read_chunks,
     split_lines,
     temporal_columns,
     utf8_reason,
@@ -38,6 +42,10 @@ from neardup.io._common import (
 Source = Callable[[], Any]
 STREAM_BLOCK_SIZE = 1 << 20
 """Bytes per block of the block-wise reader: it parses ahead, so small blocks hold less at once."""
+
+
+class WholeReadNeededError(Exception):
+    """The file does not read block by block exactly as the whole-file reader reads it."""
 
 
 def read_jsonl(path: Path, fmt: Format, *, text_column: str, problems: Problems) -> Part:
@@ -71,22 +79,86 @@ def _arrow_read(source: Source, text_column: str, block_size: int) -> pa.Table |
         if not temporal:
             break
         strings += temporal
+    if not _text_typed(table.schema, text_column) or slow_path_reason(table) is not None:
+        return None
+    return table
+
+
+def _text_typed(schema: pa.Schema, text_column: str) -> bool:
+    """Whether the text column, if any, is text (or all null) as pyarrow read it."""
+    if text_column not in schema.names:
+        return True
+    dtype = schema.field(text_column).type
+    return is_text_type(dtype) or pa.types.is_null(dtype)
+
+
+def slow_path_reason(table: pa.Table) -> str | None:
+    """Why the whole-file reader would read a file holding ``table`` line by line (its bad
+    UTF-8 or a ``null`` line), or ``None``."""
     try:
         table.validate(full=True)  # pyarrow's JSON reader does not check UTF-8 itself
     except pa.ArrowInvalid:
-        return None
-    if text_column in table.column_names:
-        dtype = table.schema.field(text_column).type
-        if not (is_text_type(dtype) or pa.types.is_null(dtype)):
-            return None
+        return "bad UTF-8"
     if table.num_columns and table.num_rows:
         # pyarrow reads a `null` line as a row of nulls; only the slow path can tell it from `{}`.
         empty = pc.is_null(table.column(0))
         for column in table.columns[1:]:
             empty = pc.and_(empty, pc.is_null(column))
         if pc.any(empty).as_py():
-            return None
-    return table
+            return "a null record"
+    return None
+
+
+def read_blocks(path: Path, fmt: Format, *, text_column: str) -> Iterator[pa.Table]:
+    """The table :func:`read_jsonl` reads from ``path``, a block of ``STREAM_BLOCK_SIZE`` at a
+    time, never held whole. Raises :class:`WholeReadNeededError`, possibly after some blocks,
+    where the file does not read the same that way: a block the whole-file reader would
+    read line by line, a column whose type changes or a field first seen after the first
+    block (the whole-file reader unifies those over the file), an empty file."""
+
+    def source() -> Any:
+        return pa.input_stream(str(path), compression="gzip" if fmt.gzip else None)
+
+    read = pj.ReadOptions(block_size=STREAM_BLOCK_SIZE)  # as the whole-file reader's first try
+    strings = _temporal_in(head(source))
+    while True:
+        parse = pj.ParseOptions(
+            explicit_schema=pa.schema([(name, pa.string()) for name in strings]),
+            unexpected_field_behavior="infer",
+        )
+        reader = read_or_fall_back(partial(pj.open_json, source(), read_options=read, parse_options=parse))
+        temporal = temporal_columns(reader.schema.empty_table())
+        if not temporal:
+            break
+        strings += temporal
+    schema = reader.schema
+    if not _text_typed(schema, text_column):
+        raise WholeReadNeededError(f"field {text_column!r} is not read as text")
+    blocks = 0
+    while (batch := read_or_fall_back(reader.read_next_batch)) is not None:
+        if batch.schema != schema:
+            raise WholeReadNeededError("a field first seen, or a type changed, after the first block")
+        table = pa.Table.from_batches([batch], schema=schema)
+        reason = slow_path_reason(table)
+        if reason is not None:
+            raise WholeReadNeededError(reason)
+        blocks += 1
+        yield table
+    if blocks == 0:
+        raise WholeReadNeededError("no records")
+
+
+def read_or_fall_back(read: Callable[[], Any]) -> Any:
+    """``read()``; ``None`` at the end of a reader; a parse or read error raises
+    :class:`WholeReadNeededError`: the whole-file reader's other paths decide, and report."""
+    try:
+        return read()
+    except StopIteration:
+        return None
+    except (pa.ArrowInvalid, ValueError) as exc:
+        raise WholeReadNeededError(str(exc)) from exc
+    except OSError as exc:
+        raise WholeReadNeededError(f"cannot read: {exc}") from exc
 
 
 def _parse(source: Source, read: pj.ReadOptions, parse: pj.ParseOptions) -> pa.Table:
@@ -159,10 +231,37 @@ def _read_slowly(path: Path, fmt: Format, *, text_column: str, problems: Problem
     return Part(table, where, lines=np.asarray(numbers, dtype=np.int64))
 
 
+LINE_SCAN_BYTES = 16 << 20
+"""Bytes read at a time when numbering the records' lines."""
+_WHITE_SPACE = np.zeros(256, dtype=np.bool_)
+_WHITE_SPACE[list(b" \t\n\r\x0b\x0c")] = True  # what bytes.strip() strips
+
+
 def _record_lines(path: Path, fmt: Format) -> np.ndarray:
-    """1-based physical line of each record (blank lines hold none)."""
-    lines = split_lines(read_bytes(path, fmt))
-    return np.asarray([n for n, raw in enumerate(lines, 1) if raw.strip()], dtype=np.int64)
+    """1-based physical line of each record (blank lines hold none), the file read a block at
+    a time."""
+    found: list[np.ndarray] = []
+    line = 1  # the line the next byte is on
+    solid = False  # whether that line holds a byte other than white space so far
+    for k, chunk in enumerate(read_chunks(path, fmt, LINE_SCAN_BYTES)):
+        data = np.frombuffer(chunk, dtype=np.uint8)
+        filled = ~_WHITE_SPACE[data]
+        if k == 0 and chunk.startswith(BOM):
+            filled[: len(BOM)] = False
+        ends = np.flatnonzero(data == 0x0A)
+        before = np.concatenate(([0], np.cumsum(filled)))  # before[i]: filled bytes in data[:i]
+        starts = np.concatenate(([0], ends[:-1] + 1))
+        full = before[ends] > before[starts]
+        if ends.size:
+            full[0] |= solid
+            solid = False
+        found.append(line + np.flatnonzero(full))
+        line += ends.size
+        tail = ends[-1] + 1 if ends.size else 0
+        solid = solid or bool(before[-1] > before[tail])
+    if solid:  # a last line without its newline
+        found.append(np.array([line]))
+    return np.concatenate(found).astype(np.int64) if found else np.zeros(0, dtype=np.int64)
 
 
 def table_from_records(records: list[dict[str, Any]]) -> pa.Table:

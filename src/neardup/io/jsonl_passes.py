@@ -37,7 +37,13 @@ from neardup.engines.streaming import IN_MEMORY_BASE
 from neardup.errors import InputError, MissingColumnError
 from neardup.io._common import head, temporal_columns
 from neardup.io.inputs import GENERATED_ID, ReadOptions, check_columns, detect_format, text_as_string
-from neardup.io.jsonl import STREAM_BLOCK_SIZE, _temporal_in
+from neardup.io.jsonl import (
+    STREAM_BLOCK_SIZE,
+    WholeReadNeededError,
+    _temporal_in,
+    read_or_fall_back,
+    slow_path_reason,
+)
 
 SCAN_BYTES = 16 << 20
 """Bytes read at a time when finding the lines."""
@@ -54,10 +60,6 @@ REREAD_BLOCK_SIZE = 256 << 10
 """Bytes per block when the file is read again (the first pass reads as the whole-file reader
 does, whose first block decides the columns' types): pyarrow reads some 30 blocks ahead, and
 parses 256 KiB blocks as fast as 1 MiB ones."""
-
-
-class WholeReadNeededError(Exception):
-    """The file is not one :class:`JsonlPasses` reads exactly as the whole-file reader does."""
 
 
 def takes(paths: list[Path]) -> bool:
@@ -166,7 +168,7 @@ class JsonlPasses:
         """The reader, its schema checked; columns pyarrow takes for dates are read as strings."""
         self._strings = _temporal_in(head(lambda: pa.input_stream(str(self.path))))
         while True:
-            reader = _guarded(self._open)
+            reader = read_or_fall_back(self._open)
             temporal = temporal_columns(reader.schema.empty_table())
             if not temporal:
                 break
@@ -185,7 +187,7 @@ class JsonlPasses:
         the file, and the ids once all are read (raising :class:`WholeReadNeededError` where it would
         take its slow path or report a record)."""
         reader = self._first_reader()
-        first = _guarded(reader.read_next_batch, stop=True)
+        first = read_or_fall_back(reader.read_next_batch)
         del reader  # and its blocks read ahead: the first has fixed the types, smaller ones follow
         ids: list[pa.Array] = []
         done = 0
@@ -223,8 +225,8 @@ class JsonlPasses:
         """The file's record batches in the types the first block fixed, read in small blocks,
         from row ``skip`` on; raises :class:`WholeReadNeededError` where a block does not parse
         in those types or brings a new field."""
-        reader = _guarded(self._open)
-        while (batch := _guarded(reader.read_next_batch, stop=True)) is not None:
+        reader = read_or_fall_back(self._open)
+        while (batch := read_or_fall_back(reader.read_next_batch)) is not None:
             if batch.schema != self._read_schema:
                 raise WholeReadNeededError("a field first seen after the first block")
             if skip >= batch.num_rows:
@@ -280,28 +282,8 @@ def _stamp(path: Path) -> tuple[int, int]:
     return st.st_size, st.st_mtime_ns
 
 
-def _guarded(read: Any, *, stop: bool = False) -> Any:
-    """``read()``; a parse error means the whole-file reader's other paths (``None`` at the end
-    of a reader when ``stop``)."""
-    try:
-        return read()
-    except StopIteration:
-        if stop:
-            return None
-        raise
-    except (pa.ArrowInvalid, ValueError) as exc:
-        raise WholeReadNeededError(str(exc)) from exc
-
-
 def _check(table: pa.Table) -> None:
     """The whole-file reader's checks of its table, on one block (bad UTF-8, a ``null`` line)."""
-    try:
-        table.validate(full=True)
-    except pa.ArrowInvalid as exc:
-        raise WholeReadNeededError("bad UTF-8") from exc
-    if table.num_columns and table.num_rows:
-        empty = pc.is_null(table.column(0))
-        for column in table.columns[1:]:
-            empty = pc.and_(empty, pc.is_null(column))
-        if pc.any(empty).as_py():
-            raise WholeReadNeededError("a null record")
+    reason = slow_path_reason(table)
+    if reason is not None:
+        raise WholeReadNeededError(reason)

@@ -10,10 +10,13 @@ yields the rows of the table ``read_corpus`` would have built (same columns, typ
 values and order) a batch at a time, as often as asked.
 
 What is held: per document the id (when an id column is given) and a keep flag; per
-file a few facts. A JSON Lines or CSV file is parsed whole, because the types of its
-columns come from pyarrow's inference over the whole file, which a block-by-block reader
-cannot reproduce; the largest such file therefore bounds the scan's memory (about three
-to four times its size). Runs of text and HTML files are read ``batch_bytes`` at a time.
+file a few facts. A JSON Lines file is copied a block at a time
+(:func:`~neardup.io.jsonl.read_blocks`) when it reads the same that way: one record per
+line, every record good, each column's type fixed by the first block. Any other JSON
+Lines file, and a CSV file, is parsed whole, because the types of its columns then come
+from pyarrow's inference over the whole file, which a block-by-block reader cannot
+reproduce; the largest such file bounds the scan's memory (about two to four times its
+size). Runs of text and HTML files are read ``batch_bytes`` at a time.
 
 Each cached part records its files' sizes and modification times and the read options;
 a later scan into the same directory (resuming an interrupted run) reuses it when they
@@ -22,6 +25,7 @@ are unchanged, and reads the files again otherwise.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -49,6 +53,7 @@ from neardup.io.inputs import (
     read_part,
     text_as_string,
 )
+from neardup.io.jsonl import WholeReadNeededError, read_blocks
 from neardup.io.jsonl import _record_lines as _jsonl_lines
 
 CACHE_VERSION = 1
@@ -355,6 +360,46 @@ def _write_cache(table: pa.Table, path: Path, batch_bytes: int) -> None:
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
+def _copied_in_blocks(
+    path: Path, fmt: Format, options: ReadOptions, data: Path, batch_bytes: int
+) -> tuple[int, pa.Schema] | None:
+    """Copy a JSON Lines file into ``data`` a block at a time, as ``read_part`` and
+    ``_write_cache`` would have; ``(rows, schema)``, or ``None`` (and nothing written) for a
+    file that must be read whole. A column check that fails on the first block is raised
+    once every block has read with the same columns (the whole-file table's), without
+    writing anything."""
+    blocks = read_blocks(path, fmt, text_column=options.text_column)
+    tmp = data.with_name(data.name + ".tmp")
+    try:
+        first = next(blocks)
+        error: InputError | None = None
+        try:
+            cast = check_columns(first.schema, str(path), options)
+        except InputError as exc:
+            error = exc
+        if error is not None:
+            for _ in blocks:  # the same columns to the end: the whole-file read's error
+                pass
+            raise error
+        schema = text_as_string(first.slice(0, 0), options.text_column).schema if cast else first.schema
+        per_batch = _rows_per_batch(first.nbytes // max(1, first.num_rows), batch_bytes)
+        rows = 0
+        with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, schema) as writer:
+            for table in itertools.chain([first], blocks):
+                if cast:
+                    table = text_as_string(table, options.text_column)
+                writer.write_table(table, max_chunksize=per_batch)
+                rows += table.num_rows
+        os.replace(tmp, data)
+    except WholeReadNeededError:
+        tmp.unlink(missing_ok=True)
+        return None
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise OutputError(f"cannot write {data}: {exc.strerror or exc}") from exc
+    return rows, schema
+
+
 def _runs(paths: list[Path], fmt: Format, options: ReadOptions, batch_bytes: int) -> list[list[Path]]:
     """A group's files in slices that each hold about ``batch_bytes`` (runs of one-document files)."""
     if not (fmt.family == "html" or (fmt.family == "text" and not options.lines)):
@@ -486,6 +531,11 @@ def _cached_piece(
                 problems.add(_error_from(facts_))
             piece = _Piece(group, str(files[0]), data, True, int(meta["rows"]), schema, locate=meta["locate"])
             return piece, True
+    copied = _copied_in_blocks(files[0], fmt, options, data, batch_bytes) if fmt.family == "jsonl" else None
+    if copied is not None:
+        rows, schema = copied
+        _write_json(meta_path, {**want, "rows": rows, "skipped": [], "locate": {"kind": "finder"}})
+        return _Piece(group, str(files[0]), data, True, rows, schema, locate={"kind": "finder"}), False
     before = len(problems.errors)
     part = read_part(files, fmt, options, problems)
     table = part.table
