@@ -25,7 +25,7 @@ from neardup.cli import main
 from neardup.engines.streaming import in_memory_estimate
 from neardup.errors import InputError
 from neardup.io import ReadOptions, read_corpus
-from neardup.io.jsonl import WholeReadNeededError
+from neardup.io._common import WholeReadNeededError
 from neardup.io.jsonl_passes import JsonlPasses, record_spans, takes
 from synthetic import planted_corpus
 from test_cli_streaming import assert_same_outputs

@@ -7,7 +7,9 @@ slice-wise output tables concatenate to exactly those of ``build_tables``.
 
 from __future__ import annotations
 
+import csv
 import gzip
+import io
 import json
 import os
 import random
@@ -19,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import neardup.io.csv
 import neardup.io.jsonl
 import neardup.io.stream
 from neardup import DedupConfig, InputError, dedup
@@ -365,19 +368,26 @@ COPY_PEAK = """
 import sys
 from pathlib import Path
 import pyarrow as pa
+import neardup.io.csv
 import neardup.io.jsonl
 from neardup.io import ReadOptions
 from neardup.io.stream import scan
-neardup.io.jsonl.STREAM_BLOCK_SIZE = 64 << 10  # the reader's read-ahead is some 30 blocks
+# the readers read some 30 blocks ahead
+neardup.io.jsonl.STREAM_BLOCK_SIZE = neardup.io.csv.STREAM_BLOCK_SIZE = 64 << 10
 stream = scan([sys.argv[1]], ReadOptions(), cache_dir=Path(sys.argv[2]), batch_bytes=1 << 20)
 print(pa.default_memory_pool().max_memory(), stream.rows)
 """
 
 
-def test_a_json_lines_file_is_copied_without_being_held_whole(tmp_path: Path) -> None:
-    one = _block_file(tmp_path / "one.jsonl", None).read_bytes()
-    path = tmp_path / "big.jsonl"
-    path.write_bytes(one * 12)  # about 29 MB; generated ids, so repeated lines are fine
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_a_file_is_copied_without_being_held_whole(tmp_path: Path, suffix: str) -> None:
+    if suffix == ".jsonl":
+        head, body = b"", _block_file(tmp_path / "one.jsonl", None).read_bytes()
+    else:
+        head, _, body = _csv_block_file(tmp_path / "one.csv", None).read_bytes().partition(b"\n")
+        head += b"\n"
+    path = tmp_path / f"big{suffix}"
+    path.write_bytes(head + body * 12)  # about 29 MB; generated ids, so repeated records are fine
     out = subprocess.run(
         [sys.executable, "-c", COPY_PEAK, str(path), str(tmp_path / "cache")],
         capture_output=True,
@@ -412,3 +422,99 @@ def test_record_lines_read_in_chunks_number_the_non_blank_lines(
         path = tmp_path / f"{trial}.jsonl"
         path.write_bytes(gzip.compress(data) if fmt.gzip else data)
         assert _record_lines(path, fmt).tolist() == _lines_of_records(data), data
+
+
+CSV_BLOCK_CASES: dict[str, tuple[str | None, dict[str, str], bool]] = {
+    # (what row LATER becomes, read options, whether the file is copied block by block)
+    "every record good": (None, {}, True),
+    "ids given": (None, {"id_column": "id"}, True),
+    "a missing text column": (None, {"text_column": "body"}, True),
+    "a number column with a word after the first block": ("word", {}, False),
+    "a record with a field too many after the first block": ("extra", {"on_error": "skip"}, False),
+    "bad UTF-8 after the first block": ("utf8", {"on_error": "skip"}, False),
+}
+
+
+def _csv_block_file(path: Path, change: str | None, *, gz: bool = False) -> Path:
+    from test_cli_passes import records
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["id", "text", "group", "score", "when"])
+    for i, r in enumerate(records(1600, seed=22)):
+        text = r["text"] if i % 9 else f'{r["text"]}\nwith a second line, and a "quote"'
+        row = [r["id"], text, r["group"], r.get("score", ""), r.get("when", "")]
+        if i == LATER and change == "word":
+            row[2] = "not a number"
+        elif i == LATER and change == "extra":
+            row.append("one too many")
+        writer.writerow(row)
+    data = out.getvalue().encode()
+    if change == "utf8":
+        at = data.index(b"\n", len(data) * 3 // 4) + 1
+        data = data[:at] + b"x1,caf\xff,1,,\n" + data[at:]
+    if gz:
+        path = path.with_suffix(".csv.gz")
+        path.write_bytes(gzip.compress(data))
+    else:
+        path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
+@pytest.mark.parametrize("case", list(CSV_BLOCK_CASES))
+def test_a_csv_file_streams_in_blocks_when_it_reads_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str, gz: bool
+) -> None:
+    monkeypatch.setattr(neardup.io.csv, "STREAM_BLOCK_SIZE", 64 << 10)
+    change, kwargs, in_blocks = CSV_BLOCK_CASES[case]
+    path = _csv_block_file(tmp_path / "in.csv", change, gz=gz)
+    assert path.stat().st_size > (1 << 20) or gz
+    options = ReadOptions(**kwargs)  # type: ignore[arg-type]
+    whole_reads: list[list[Path]] = []
+    real_read_part = neardup.io.stream.read_part
+
+    def read_part(paths: list[Path], *args: object) -> object:
+        whole_reads.append(paths)
+        return real_read_part(paths, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(neardup.io.stream, "read_part", read_part)
+    cache = tmp_path / "cache"
+    try:
+        want = read_corpus([path], options)
+    except InputError as exc:
+        with pytest.raises(type(exc)) as info:
+            scan([path], options, cache_dir=cache, batch_bytes=1 << 16)
+        assert str(info.value) == str(exc)
+    else:
+        assert {f.name: str(f.type) for f in want.table.schema}.get("score") in ("double", None)
+        stream = scan([path], options, cache_dir=cache, batch_bytes=1 << 16)
+        got = pa.concat_tables(list(stream.tables()))
+        assert got.schema.equals(want.table.schema, check_metadata=True)
+        assert got.equals(want.table)
+        assert [str(e) for e in stream.skipped] == [str(e) for e in want.skipped]
+        assert max(t.num_rows for t in stream.tables()) < want.table.num_rows  # bounded batches
+    assert (whole_reads == []) == in_blocks
+    assert not [p for p in cache.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
+def test_a_repeated_id_in_a_csv_file_names_its_first_line(tmp_path: Path, gz: bool) -> None:
+    path = _csv_block_file(tmp_path / "in.csv", None)
+    data = path.read_bytes()
+    rows = list(csv.reader(io.StringIO(data.decode(), newline="")))
+    rows[LATER + 1][0] = rows[6][0]  # record LATER (after the header) repeats record 5's id
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    data = BOM + out.getvalue().encode()
+    path.write_bytes(gzip.compress(data) if gz else data)
+    if gz:
+        path = path.rename(path.with_suffix(".csv.gz"))
+    options = ReadOptions(id_column="id")
+    with pytest.raises(InputError) as got:
+        scan([path], options, cache_dir=tmp_path / "cache", batch_bytes=1 << 16)
+    # records 0, 9, 18, ... span two lines; the header is line 1
+    line = 2 + LATER + (LATER + 8) // 9
+    first = 2 + 5 + 1
+    assert f"{path.name}:{line}: duplicate id" in str(got.value), str(got.value)
+    assert f"{path.name}:{first})" in str(got.value)

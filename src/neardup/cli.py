@@ -43,7 +43,7 @@ from neardup.io import (
     expand_inputs,
     read_corpus,
 )
-from neardup.io.jsonl import WholeReadNeededError
+from neardup.io._common import WholeReadNeededError
 from neardup.io.jsonl_passes import JsonlPasses, least_memory_in_passes, takes
 from neardup.io.stream import CorpusStream
 from neardup.outputs import against_tables, table_pieces, write_outputs

@@ -78,6 +78,23 @@ class Part:
         return self.path, None, record
 
 
+class WholeReadNeededError(Exception):
+    """The file does not read block by block exactly as the whole-file reader reads it."""
+
+
+def read_or_fall_back(read: Callable[[], Any]) -> Any:
+    """``read()``; ``None`` at the end of a reader; a parse or read error raises
+    :class:`WholeReadNeededError`: the whole-file reader's other paths decide, and report."""
+    try:
+        return read()
+    except StopIteration:
+        return None
+    except (pa.ArrowInvalid, ValueError) as exc:
+        raise WholeReadNeededError(str(exc)) from exc
+    except OSError as exc:
+        raise WholeReadNeededError(f"cannot read: {exc}") from exc
+
+
 def read_bytes(path: Path, fmt: Format) -> bytes:
     """The file's content, decompressed; a file that cannot be read is an :class:`InputError`."""
     try:

@@ -2,16 +2,20 @@
 
 Quoted fields may hold delimiters, doubled quotes and newlines. pyarrow parses
 the file; only when it refuses it, or a column is not valid UTF-8, does a pass
-with Python's ``csv`` module find each bad record and its line.
+with Python's ``csv`` module find each bad record and its line. :func:`read_blocks`
+gives the same table a block at a time, for the files that read the same that way.
 """
 
 from __future__ import annotations
 
 import csv
+import gzip
 import io
+import zlib
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import pyarrow as pa
@@ -23,14 +27,19 @@ from neardup.io._common import (
     Format,
     Part,
     Problems,
+    WholeReadNeededError,
     block_size_for,
     head,
     read_bytes,
+    read_or_fall_back,
     temporal_columns,
     utf8_reason,
 )
 
 Source = Callable[[], Any]
+STREAM_BLOCK_SIZE = 1 << 20
+"""Bytes per block of the block-wise reader: pyarrow reads some 30 blocks ahead (240 MiB of
+8 MiB blocks), so small blocks hold less at once."""
 
 
 def read_csv(path: Path, fmt: Format, *, text_column: str, problems: Problems) -> Part:
@@ -48,12 +57,15 @@ def read_csv(path: Path, fmt: Format, *, text_column: str, problems: Problems) -
     return _read_slowly(path, fmt, text_column=text_column, problems=problems)
 
 
-def _arrow_read(source: Source, delimiter: str, text_column: str, block_size: int) -> pa.Table:
+def _options(
+    source: Source, delimiter: str, text_column: str, block_size: int
+) -> tuple[Any, Any, dict[str, pa.DataType]]:
+    """pyarrow's read and parse options, and the column types to give it: the text as strings,
+    and the dates and times a sample of the file holds kept as written rather than as pyarrow
+    re-prints them."""
     read = pcsv.ReadOptions(block_size=block_size)
     parse = pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=True)
     types: dict[str, pa.DataType] = {text_column: pa.string()}
-    # Keep dates and times as written rather than as pyarrow re-prints them. The sample
-    # finds most such columns up front, a second read catches the rest.
     sample = head(source)
     if sample:
         try:
@@ -61,7 +73,12 @@ def _arrow_read(source: Source, delimiter: str, text_column: str, block_size: in
             types.update((name, pa.string()) for name in temporal_columns(found))
         except (pa.ArrowException, ValueError):
             pass
-    while True:
+    return read, parse, types
+
+
+def _arrow_read(source: Source, delimiter: str, text_column: str, block_size: int) -> pa.Table:
+    read, parse, types = _options(source, delimiter, text_column, block_size)
+    while True:  # the sample finds most date columns up front, a second read catches the rest
         table = pcsv.read_csv(source(), read, parse, pcsv.ConvertOptions(column_types=types))
         temporal = temporal_columns(table)
         if not temporal:
@@ -69,12 +86,46 @@ def _arrow_read(source: Source, delimiter: str, text_column: str, block_size: in
         types.update((name, pa.string()) for name in temporal)
 
 
-def _records(text: str, delimiter: str, path: str) -> Iterator[tuple[int, int, list[str]]]:
-    """``(first line, last line, fields)`` of every row, header included, blank lines left out."""
+def read_blocks(path: Path, fmt: Format, *, text_column: str) -> Iterator[pa.Table]:
+    """The table :func:`read_csv` reads from ``path``, a block of ``STREAM_BLOCK_SIZE`` at a
+    time, never held whole. Raises :class:`~neardup.io._common.WholeReadNeededError`, possibly after some
+    blocks, where the file does not read the same that way: a column pyarrow reads as binary
+    (not UTF-8), a value a later block cannot convert to the type the first block gave its
+    column (the whole-file reader widens the type over the file), a bad record, a file without
+    records."""
+
+    def source() -> Any:
+        return pa.input_stream(str(path), compression="gzip" if fmt.gzip else None)
+
+    read, parse, types = _options(source, fmt.delimiter, text_column, STREAM_BLOCK_SIZE)
+    while True:
+        convert = pcsv.ConvertOptions(column_types=dict(types))
+        reader = read_or_fall_back(partial(pcsv.open_csv, source(), read, parse, convert))
+        temporal = temporal_columns(reader.schema.empty_table())
+        if not temporal:
+            break
+        types.update((name, pa.string()) for name in temporal)
+    schema = reader.schema
+    if any(pa.types.is_binary(f.type) for f in schema):
+        raise WholeReadNeededError("a column is not UTF-8")
+    blocks = 0
+    while (batch := read_or_fall_back(reader.read_next_batch)) is not None:
+        if batch.schema != schema:
+            raise WholeReadNeededError("a block read with other columns")
+        blocks += 1
+        yield pa.Table.from_batches([batch], schema=schema)
+    if blocks == 0:
+        raise WholeReadNeededError("no records")
+
+
+def _records(text: str | IO[str], delimiter: str, path: str) -> Iterator[tuple[int, int, list[str]]]:
+    """``(first line, last line, fields)`` of every row, header included, blank lines left out;
+    ``text`` is the file's text, or a text stream of it opened with ``newline=""``."""
     # Documents can be long; the csv module's default limit is 128 KiB per field.
     if csv.field_size_limit() < (1 << 30):
         csv.field_size_limit((1 << 31) - 1)
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    stream = io.StringIO(text, newline="") if isinstance(text, str) else text
+    reader = csv.reader(stream, delimiter=delimiter)
     end = 0
     try:
         for row in reader:
@@ -151,7 +202,16 @@ def _bad_utf8_lines(data: bytes) -> dict[int, str]:
 
 
 def _record_lines(path: Path, fmt: Format) -> np.ndarray:
-    """First physical line of each data record."""
-    text = read_bytes(path, fmt).removeprefix(b"\xef\xbb\xbf").decode("utf-8", "replace")
-    starts = [start for start, _, _ in _records(text, fmt.delimiter, str(path))]
-    return np.asarray(starts[1:], dtype=np.int64)
+    """First physical line of each data record, the file read as a stream rather than whole."""
+    try:
+        with (
+            gzip.open(path, "rt", encoding="utf-8-sig", errors="replace", newline="")
+            if fmt.gzip
+            else open(path, encoding="utf-8-sig", errors="replace", newline="")
+        ) as fh:
+            starts = np.fromiter((start for start, _, _ in _records(fh, fmt.delimiter, str(path))), np.int64)
+    except (gzip.BadGzipFile, zlib.error, EOFError) as exc:
+        raise InputError(f"not a readable gzip file: {exc}", path=path) from exc
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from exc
+    return starts[1:]

@@ -27,6 +27,7 @@ from neardup.io._common import (
     Format,
     Part,
     Problems,
+    WholeReadNeededError,
     block_size_for,
     head,
     is_text_type,
@@ -34,6 +35,7 @@ from neardup.io._common import (
     json_type,
     read_bytes,
     read_chunks,
+    read_or_fall_back,
     split_lines,
     temporal_columns,
     utf8_reason,
@@ -42,10 +44,6 @@ from neardup.io._common import (
 Source = Callable[[], Any]
 STREAM_BLOCK_SIZE = 1 << 20
 """Bytes per block of the block-wise reader: it parses ahead, so small blocks hold less at once."""
-
-
-class WholeReadNeededError(Exception):
-    """The file does not read block by block exactly as the whole-file reader reads it."""
 
 
 def read_jsonl(path: Path, fmt: Format, *, text_column: str, problems: Problems) -> Part:
@@ -146,19 +144,6 @@ def read_blocks(path: Path, fmt: Format, *, text_column: str) -> Iterator[pa.Tab
         yield table
     if blocks == 0:
         raise WholeReadNeededError("no records")
-
-
-def read_or_fall_back(read: Callable[[], Any]) -> Any:
-    """``read()``; ``None`` at the end of a reader; a parse or read error raises
-    :class:`WholeReadNeededError`: the whole-file reader's other paths decide, and report."""
-    try:
-        return read()
-    except StopIteration:
-        return None
-    except (pa.ArrowInvalid, ValueError) as exc:
-        raise WholeReadNeededError(str(exc)) from exc
-    except OSError as exc:
-        raise WholeReadNeededError(f"cannot read: {exc}") from exc
 
 
 def _parse(source: Source, read: pj.ReadOptions, parse: pj.ParseOptions) -> pa.Table:

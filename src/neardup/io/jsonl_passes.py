@@ -35,15 +35,9 @@ import pyarrow.json as pj
 
 from neardup.engines.streaming import IN_MEMORY_BASE
 from neardup.errors import InputError, MissingColumnError
-from neardup.io._common import head, temporal_columns
+from neardup.io._common import WholeReadNeededError, head, read_or_fall_back, temporal_columns
 from neardup.io.inputs import GENERATED_ID, ReadOptions, check_columns, detect_format, text_as_string
-from neardup.io.jsonl import (
-    STREAM_BLOCK_SIZE,
-    WholeReadNeededError,
-    _temporal_in,
-    read_or_fall_back,
-    slow_path_reason,
-)
+from neardup.io.jsonl import STREAM_BLOCK_SIZE, _temporal_in, slow_path_reason
 
 SCAN_BYTES = 16 << 20
 """Bytes read at a time when finding the lines."""

@@ -10,13 +10,13 @@ yields the rows of the table ``read_corpus`` would have built (same columns, typ
 values and order) a batch at a time, as often as asked.
 
 What is held: per document the id (when an id column is given) and a keep flag; per
-file a few facts. A JSON Lines file is copied a block at a time
-(:func:`~neardup.io.jsonl.read_blocks`) when it reads the same that way: one record per
-line, every record good, each column's type fixed by the first block. Any other JSON
-Lines file, and a CSV file, is parsed whole, because the types of its columns then come
-from pyarrow's inference over the whole file, which a block-by-block reader cannot
-reproduce; the largest such file bounds the scan's memory (about two to four times its
-size). Runs of text and HTML files are read ``batch_bytes`` at a time.
+file a few facts. A JSON Lines or CSV file is copied a block at a time
+(:func:`neardup.io.jsonl.read_blocks`, :func:`neardup.io.csv.read_blocks`) when it reads
+the same that way: every record good, each column's type fixed by the first block. Any
+other such file is parsed whole, because the types of its columns then come from pyarrow's
+inference over the whole file, which a block-by-block reader cannot reproduce; the largest
+such file bounds the scan's memory (about two to four times its size). Runs of text and
+HTML files are read ``batch_bytes`` at a time.
 
 Each cached part records its files' sizes and modification times and the read options;
 a later scan into the same directory (resuming an interrupted run) reuses it when they
@@ -39,8 +39,16 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from neardup.errors import InputError, OutputError
-from neardup.io._common import Format, Part, Problems, is_text_type, json_text
+from neardup.io._common import (
+    Format,
+    Part,
+    Problems,
+    WholeReadNeededError,
+    is_text_type,
+    json_text,
+)
 from neardup.io.csv import _record_lines as _csv_lines
+from neardup.io.csv import read_blocks as csv_blocks
 from neardup.io.inputs import (
     GENERATED_ID,
     ReadOptions,
@@ -53,10 +61,12 @@ from neardup.io.inputs import (
     read_part,
     text_as_string,
 )
-from neardup.io.jsonl import WholeReadNeededError, read_blocks
 from neardup.io.jsonl import _record_lines as _jsonl_lines
+from neardup.io.jsonl import read_blocks as jsonl_blocks
 
 CACHE_VERSION = 1
+_BLOCK_READERS = {"jsonl": jsonl_blocks, "csv": csv_blocks}
+"""The readers that give a file's table a block at a time, where it reads the same that way."""
 _PARQUET_BUFFER = 1 << 20
 
 Progress = Callable[[str, int, int], None]
@@ -363,12 +373,12 @@ def _write_cache(table: pa.Table, path: Path, batch_bytes: int) -> None:
 def _copied_in_blocks(
     path: Path, fmt: Format, options: ReadOptions, data: Path, batch_bytes: int
 ) -> tuple[int, pa.Schema] | None:
-    """Copy a JSON Lines file into ``data`` a block at a time, as ``read_part`` and
+    """Copy a JSON Lines or CSV file into ``data`` a block at a time, as ``read_part`` and
     ``_write_cache`` would have; ``(rows, schema)``, or ``None`` (and nothing written) for a
     file that must be read whole. A column check that fails on the first block is raised
     once every block has read with the same columns (the whole-file table's), without
     writing anything."""
-    blocks = read_blocks(path, fmt, text_column=options.text_column)
+    blocks = _BLOCK_READERS[fmt.family](path, fmt, text_column=options.text_column)
     tmp = data.with_name(data.name + ".tmp")
     try:
         first = next(blocks)
@@ -531,7 +541,9 @@ def _cached_piece(
                 problems.add(_error_from(facts_))
             piece = _Piece(group, str(files[0]), data, True, int(meta["rows"]), schema, locate=meta["locate"])
             return piece, True
-    copied = _copied_in_blocks(files[0], fmt, options, data, batch_bytes) if fmt.family == "jsonl" else None
+    copied = None
+    if fmt.family in _BLOCK_READERS:
+        copied = _copied_in_blocks(files[0], fmt, options, data, batch_bytes)
     if copied is not None:
         rows, schema = copied
         _write_json(meta_path, {**want, "rows": rows, "skipped": [], "locate": {"kind": "finder"}})
