@@ -16,6 +16,7 @@ from numba import njit
 
 from neardup.core.hashing import xxh64_bytes
 from neardup.core.jit import in_ranges, kernel
+from neardup.core.sorting import stable_sort_u64
 from neardup.errors import ConfigError
 
 _SERIAL_BELOW = 64  # fewer signatures than this skip the thread pool
@@ -79,8 +80,7 @@ def build_buckets(keys: np.ndarray, eligible: np.ndarray | None = None) -> Bucke
     def group(lo: int, hi: int) -> None:
         for j in range(lo, hi):  # one vectorised pass per band; numpy's sort releases the GIL
             k = keys[doc_ids, j]
-            order = np.argsort(k, kind="stable")
-            sk = k[order]
+            order, sk = stable_sort_u64(k)
             if sk.size == 0:
                 continue
             starts = np.flatnonzero(np.concatenate(([True], sk[1:] != sk[:-1])))
@@ -88,7 +88,7 @@ def build_buckets(keys: np.ndarray, eligible: np.ndarray | None = None) -> Bucke
             multi = lengths >= 2
             if multi.any():
                 keep = np.repeat(multi, lengths)
-                found[j] = (doc_ids[order][keep], lengths[multi], sk[starts[multi]])
+                found[j] = (doc_ids[order[keep]], lengths[multi], sk[starts[multi]])
 
     in_ranges(group, n_bands, 2 if doc_ids.size >= _PARALLEL_BUCKETS_FROM else n_bands + 1)
     grouped = [(j, f) for j, f in enumerate(found) if f is not None]
