@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from neardup import __version__
+from neardup import __version__, interrupts
 from neardup.config import KEEP_POLICIES, DedupConfig, KeepPolicy, ShingleMode
 from neardup.core.jit import set_up_in_background, threads
 from neardup.core.params import lsh_shape, s_curve
@@ -360,6 +360,49 @@ def dedup(
     if threads() > 1:
         start_if_cold()  # a cold cache: part of the kernels compile on another core
 
+    try:
+        with interrupts.DeferredInterrupt():
+            _dedup_in_a_mode(
+                inputs,
+                demo=demo,
+                options=options,
+                config=config,
+                given=given,
+                run_options=run_options,
+                against=against,
+                update_index=update_index,
+                output_dir=output_dir,
+                output_format=output_format,
+                work_dir=work_dir,
+                memory_limit=limit,
+                resume=resume,
+                quiet=quiet,
+                as_json=as_json,
+            )
+    except KeyboardInterrupt:  # a streaming run says where its work is kept
+        _fail("interrupted", 130)
+
+
+def _dedup_in_a_mode(
+    inputs: tuple[str, ...],
+    *,
+    demo: bool,
+    options: ReadOptions,
+    config: DedupConfig,
+    given: dict[str, Any],
+    run_options: dict[str, Any],
+    against: str | None,
+    update_index: bool,
+    output_dir: Path,
+    output_format: str | None,
+    work_dir: Path | None,
+    memory_limit: int,
+    resume: bool,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """The run in memory, in passes or streaming, whichever ``memory_limit`` and the inputs ask for."""
+    limit = memory_limit
     streaming = _streaming(inputs, demo=demo, work_dir=work_dir, memory_limit=limit, against=against)
     passes = (
         _passes(inputs, options, limit, config.minhash.num_perm) if streaming and work_dir is None else None
@@ -783,6 +826,8 @@ def _summary(
 
 @contextmanager
 def _progress(console: Console) -> Iterator[Any]:
+    """Progress bars for the stages; each report is also where a Ctrl-C is raised (see
+    :mod:`neardup.interrupts`)."""
     labels = {
         "read": "Reading inputs",
         "signatures": "MinHash signatures",
@@ -806,6 +851,7 @@ def _progress(console: Console) -> Iterator[Any]:
     tasks: dict[str, Any] = {}
 
     def on_progress(stage: str, done: int, total: int) -> None:
+        interrupts.check()
         if stage not in tasks:
             tasks[stage] = bar.add_task(labels.get(stage, stage), total=max(total, 1))
         bar.update(tasks[stage], completed=done if total else 1, total=max(total, 1))
