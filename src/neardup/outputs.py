@@ -24,7 +24,7 @@ import pyarrow as pa
 from neardup.core.clusters import Clusters
 from neardup.core.jit import threads
 from neardup.core.lsh import Buckets
-from neardup.io.writers import OutputDir
+from neardup.io.writers import OutputDir, json_texts
 from neardup.pipeline import DedupResult, Pairs, Progress
 
 if TYPE_CHECKING:  # incremental imports this module
@@ -378,15 +378,19 @@ def write_outputs(
     with ThreadPoolExecutor(max_workers=workers) as pool:
         writing: list[Future[None]] = []  # the previous piece's writes, while this one is made
         for table in table_pieces(inputs, piece_rows, piece_bytes):
-            row_pieces = annotate(table, ids, clusters, start)
+            # in JSON Lines the input columns are escaped once for all three tables
+            formatted = table.column_names if fmt == "jsonl" else []
+            row_pieces = annotate(json_texts(table) if formatted else table, ids, clusters, start)
             for done in writing:
                 done.result()
             pa.default_memory_pool().release_unused()
             if workers > 1:
-                writing = [pool.submit(writers[name].write, piece) for name, piece in row_pieces.items()]
+                writing = [
+                    pool.submit(writers[name].write, piece, formatted) for name, piece in row_pieces.items()
+                ]
             else:
                 for name, piece in row_pieces.items():
-                    writers[name].write(piece)
+                    writers[name].write(piece, formatted)
             start += table.num_rows
             report("write", start, rows)
         for done in writing:

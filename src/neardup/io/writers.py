@@ -6,7 +6,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -68,8 +68,21 @@ def _write_jsonl(table: pa.Table, path: Path) -> None:
         _append_jsonl(fh, table)
 
 
-def _append_jsonl(fh: IO[bytes], table: pa.Table) -> None:
+def json_texts(table: pa.Table) -> pa.Table:
+    """``table`` with each column as its values' JSON text (``null`` for a null): what the JSON
+    Lines writer prints, made once for tables written more than once (see ``TableWriter.write``)."""
+    columns = [
+        pa.chunked_array(
+            [pc.fill_null(json_values(chunk), text("null")) for chunk in column.chunks], pa.large_string()
+        )
+        for column in table.columns
+    ]
+    return pa.table(columns, names=table.column_names)
+
+
+def _append_jsonl(fh: IO[bytes], table: pa.Table, formatted: Collection[str] = ()) -> None:
     keys = [json.dumps(name, ensure_ascii=False) + ": " for name in table.column_names]
+    done = [name in formatted for name in table.column_names]
     for batch in table.to_batches(max_chunksize=_BATCH_ROWS):
         if not batch.num_columns:
             fh.write(b"{}\n" * batch.num_rows)
@@ -77,7 +90,8 @@ def _append_jsonl(fh: IO[bytes], table: pa.Table) -> None:
         parts: list[pa.Array | pa.Scalar] = []
         for i, key in enumerate(keys):
             parts.append(text(("{" if i == 0 else ", ") + key))
-            parts.append(pc.fill_null(json_values(batch.column(i)), text("null")))
+            column = batch.column(i)
+            parts.append(column if done[i] else pc.fill_null(json_values(column), text("null")))
         parts.append(text("}\n"))
         fh.write(string_data(pc.binary_join_element_wise(*parts, text(""))))
 
@@ -120,15 +134,18 @@ class TableWriter:
         except OSError as exc:
             raise OutputError(f"{self.path}: cannot write: {exc.strerror or exc}") from exc
 
-    def write(self, table: pa.Table) -> None:
-        """Append the rows of ``table``."""
+    def write(self, table: pa.Table, formatted: Collection[str] = ()) -> None:
+        """Append the rows of ``table``; in JSON Lines, its ``formatted`` columns hold their
+        values' JSON text already (:func:`json_texts`), which is written as it is."""
+        if formatted and self.fmt != "jsonl":
+            raise ValueError(f"columns formatted as JSON text cannot be written as {self.fmt}")
         with self._errors():
             if self.fmt == "csv":
                 self._writer.write_table(_flat(table))
             elif self.fmt == "parquet":
                 self._writer.write_table(table)
             elif self._fh is not None:
-                _append_jsonl(self._fh, table)
+                _append_jsonl(self._fh, table, formatted)
         self.rows += table.num_rows
 
     def close(self) -> None:
