@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from neardup.core.sorting import stable_sort_u64
+from neardup.core.sorting import sorted_unique, stable_sort_u64
 
 U64 = np.uint64
 
@@ -45,3 +45,19 @@ def test_keys_of_another_dtype_get_numpys_stable_argsort() -> None:
     order, in_order = stable_sort_u64(keys)
     assert order.tolist() == [1, 4, 3, 0, 2]
     assert in_order.tolist() == [-1, -1, 0, 3, 3]
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint64, np.uint32, np.bool_, np.float64])
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 1000])
+def test_sorted_unique_is_numpys_unique(dtype: type, n: int) -> None:
+    rng = np.random.default_rng(n)
+    values = rng.integers(0, max(2, n // 3), n).astype(dtype)
+    got = sorted_unique(values)
+    want = np.unique(values)
+    assert got.dtype == want.dtype
+    assert np.array_equal(got, want)
+
+
+def test_sorted_unique_of_extreme_uint64_and_a_matrix() -> None:
+    values = np.array([[2**64 - 1, 0], [2**63, 2**64 - 1]], dtype=np.uint64)
+    assert sorted_unique(values).tolist() == [0, 2**63, 2**64 - 1]

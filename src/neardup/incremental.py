@@ -28,6 +28,7 @@ from neardup.config import DedupConfig
 from neardup.core.clusters import Clusters, assign_clusters
 from neardup.core.minhash import estimate_pairs
 from neardup.core.shingles import ShingleSets, shingle_sets
+from neardup.core.sorting import sorted_unique
 from neardup.core.text import TextBatch
 from neardup.core.verify import exact_jaccard_pairs
 from neardup.errors import ConfigError
@@ -215,7 +216,7 @@ def _exact_to_index(
     slots: np.ndarray,
 ) -> np.ndarray:
     """Exact Jaccard of each (batch row, candidate slot) with the compiled pair kernel."""
-    distinct_rows = np.unique(rows)
+    distinct_rows = sorted_unique(rows)
     ours = shingle_sets(batch, distinct_rows, result.shingle_counts, cfg.text, cfg.shingle)
     sets: list[np.ndarray] = [ours.get(i) for i in range(distinct_rows.size)]
     for key, s in zip(found.keys, found.shingles or [], strict=True):

@@ -25,6 +25,7 @@ from neardup.core.lsh import Buckets, band_keys, build_buckets, candidate_pairs
 from neardup.core.minhash import MinHasher, estimate_pairs
 from neardup.core.params import lsh_shape, s_curve
 from neardup.core.shingles import ShingleSets, shingle_sets
+from neardup.core.sorting import sorted_unique
 from neardup.core.text import TextBatch, encode_texts
 from neardup.core.verify import exact_jaccard_pairs
 from neardup.errors import MissingColumnError
@@ -389,7 +390,7 @@ def _exact_jaccard(
     for lo, hi in budgeted_blocks(weights, VERIFY_PAIRS, VERIFY_SHINGLES):
         block = order[lo:hi]
         some_left, some_right = left[block], right[block]
-        docs = np.unique(np.concatenate((some_left, some_right)))
+        docs = sorted_unique(np.concatenate((some_left, some_right)))
         out[block] = exact_jaccard_pairs(shingle_sets_of(docs), n, some_left, some_right)
     return out
 
@@ -462,7 +463,7 @@ def _gather(chunks: list[TextBatch], firsts: np.ndarray, docs: np.ndarray) -> Te
     """The text of documents ``docs`` (sorted) of ``chunks``, copied into one batch in that order."""
     owner = np.searchsorted(firsts, docs, side="right") - 1
     picked: list[pa.Array] = []
-    for k in np.unique(owner).tolist():
+    for k in sorted_unique(owner).tolist():
         chunk = chunks[k]
         buffers = [None, pa.py_buffer(chunk.offsets), pa.py_buffer(chunk.data)]
         texts = pa.Array.from_buffers(pa.large_binary(), len(chunk), buffers)

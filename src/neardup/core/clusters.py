@@ -8,6 +8,7 @@ import numpy as np
 from numba import njit
 
 from neardup.config import KeepPolicy
+from neardup.core.sorting import sorted_unique
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ def assign_clusters(
         rep_of_root[root[order][first]] = order[first]
     representative = rep_of_root[root]
     cluster = np.full(n, -1, dtype=np.int64)
-    reps = np.unique(representative[in_cluster])  # ascending positions
+    reps = sorted_unique(representative[in_cluster])  # ascending positions
     cluster[in_cluster] = np.searchsorted(reps, representative[in_cluster])
     keep_mask = representative == idx
     return Clusters(cluster=cluster, representative=representative, keep=keep_mask)

@@ -16,7 +16,7 @@ from numba import njit
 
 from neardup.core.hashing import xxh64_bytes
 from neardup.core.jit import in_ranges, kernel
-from neardup.core.sorting import stable_sort_u64
+from neardup.core.sorting import sorted_unique, stable_sort_u64
 from neardup.errors import ConfigError
 
 _SERIAL_BELOW = 64  # fewer signatures than this skip the thread pool
@@ -147,5 +147,5 @@ def candidate_pairs(buckets: Buckets, max_bucket_size: int) -> tuple[np.ndarray,
     left, right = _pairs_kernel(buckets.offsets, buckets.members, max_bucket_size)
     if left.size == 0:
         return left, right
-    packed = np.unique((left.astype(np.uint64) << np.uint64(32)) | right.astype(np.uint64))
+    packed = sorted_unique((left.astype(np.uint64) << np.uint64(32)) | right.astype(np.uint64))
     return (packed >> np.uint64(32)).astype(np.int64), (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)

@@ -1,4 +1,9 @@
-"""A stable argsort of 64-bit keys built on numpy's value sort, which is several times faster.
+"""Sorting integers faster than numpy's general functions do it.
+
+:func:`sorted_unique` is ``np.unique`` of a 1-D integer array by one sort and one comparison:
+numpy 2.4's ``np.unique`` took 0.6 s for 1,000,000 uint64 values, where ``np.sort`` takes 0.015 s.
+
+A stable argsort of 64-bit keys built on numpy's value sort, which is several times faster.
 
 ``np.argsort(kind="stable")`` on uint64 is a merge sort of indices (0.85 s for 5,000,000
 keys here); ``np.sort`` of values is a vectorised sort (0.13 s). :func:`stable_argsort_u64`
@@ -35,8 +40,23 @@ def stable_sort_u64(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if mixed.size:  # runs of equal top bits holding more than one key: by (key, index)
         starts = np.flatnonzero(np.concatenate(([True], top[1:] != top[:-1])))
         ends = np.append(starts[1:], n)
-        for run in np.unique(np.searchsorted(starts, mixed, side="right") - 1).tolist():
+        for run in sorted_unique(np.searchsorted(starts, mixed, side="right") - 1).tolist():
             part = order[starts[run] : ends[run]]
             part[:] = part[np.lexsort((part, keys[part]))]
         sorted_keys = keys[order]
     return order, sorted_keys
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` (the distinct values, ascending) of a 1-D integer or bool array;
+    other dtypes go to ``np.unique`` itself."""
+    if values.dtype.kind not in "iub":
+        return np.unique(values)
+    out = np.sort(values, axis=None)
+    if out.size < 2:
+        return out
+    keep = np.empty(out.size, dtype=np.bool_)
+    keep[0] = True
+    np.not_equal(out[1:], out[:-1], out=keep[1:])
+    distinct: np.ndarray = out[keep]
+    return distinct

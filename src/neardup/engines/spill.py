@@ -21,6 +21,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from neardup.core.sorting import sorted_unique
 from neardup.errors import OutputError
 
 PROGRESS = "progress.json"
@@ -242,4 +243,4 @@ def merge_unique(path: Path, bounds: list[int], window: int) -> Iterator[np.ndar
             k = buffers[i].size if not unread else int(np.searchsorted(buffers[i], min(unread), side="right"))
             parts.append(buffers[i][:k])
             buffers[i] = buffers[i][k:]
-        yield np.unique(np.concatenate(parts))
+        yield sorted_unique(np.concatenate(parts))

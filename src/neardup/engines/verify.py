@@ -23,6 +23,7 @@ import numpy as np
 
 from neardup.core.minhash import estimate_pairs
 from neardup.core.shingles import ShingleSets, shingle_sets
+from neardup.core.sorting import sorted_unique
 from neardup.core.verify import exact_jaccard_pairs
 from neardup.engines.candidates import PAIRS, unpack
 from neardup.engines.context import Context, Lap
@@ -121,7 +122,7 @@ def _pair_pass(
             before = int(spent[i - 1]) if i else 0
             j = max(i + 1, int(np.searchsorted(spent, before + ctx.plan.verify_bytes, side="right")))
             lft, rgt = left[i:j], right[i:j]
-            docs = np.unique(np.concatenate((lft, rgt)))
+            docs = sorted_unique(np.concatenate((lft, rgt)))
             li, ri = np.searchsorted(docs, lft), np.searchsorted(docs, rgt)
             estimated = estimate_pairs(sigs.array[docs], li, ri)
             sigs.release()
