@@ -17,6 +17,7 @@ import numpy as np
 from neardup.config import ShingleConfig, TextConfig
 from neardup.core.hashing import no_permutations
 from neardup.core.scan import SETS, no_sigs, scan_batch, scan_shingles
+from neardup.core.sorting import sorted_unique
 from neardup.core.text import TextBatch, _table_args, encode_texts, tokenizer_flags
 
 
@@ -110,4 +111,4 @@ def shingle_hashes(
     sh = doc_shingles(
         batch.data, 0, int(batch.offsets[1]), *_table_args(), tokenizer_flags(tcfg, scfg), scfg.n
     )
-    return np.unique(sh)
+    return sorted_unique(sh)

@@ -69,6 +69,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
+from neardup.core.sorting import sorted_unique
 from neardup.errors import IndexSettingsError, StorageError
 from neardup.index.base import Candidates, check_batch
 
@@ -747,7 +748,7 @@ class RedisStorage:
             at = np.repeat(first[inverse.ravel()] - (np.cumsum(per_entry) - per_entry), per_entry)
             cand = cands[at + np.arange(at.size)]
             row = np.repeat(np.arange(m, dtype=np.int64), width).repeat(per_entry)
-            pairs = np.unique((row * len(names) + cand)[cand >= 0])
+            pairs = sorted_unique((row * len(names) + cand)[cand >= 0])
             ends = np.searchsorted(pairs, np.arange(m + 1, dtype=np.int64) * len(names))
             rows = [pairs[ends[q] : ends[q + 1]] - q * len(names) for q in range(m)]
         ranked = [present[i] for i in order]

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from neardup.core.sorting import sorted_unique
 from neardup.errors import IndexSettingsError, StorageError
 from neardup.index.base import Candidates, bucket_ids, check_batch, settings_diff
 
@@ -282,7 +283,7 @@ class SQLiteStorage:
 
     def lookup(self, band_keys: np.ndarray, *, shingles: bool = False) -> Candidates:
         buckets = bucket_ids(band_keys)
-        unique = np.unique(buckets).tolist()
+        unique = sorted_unique(buckets).tolist()
         hits: dict[int, list[str]] = {}
         signature_of: dict[str, bytes] = {}
         with self._transaction("looking up candidates", write=False) as conn:  # one snapshot
