@@ -327,15 +327,11 @@ def _block_file(path: Path, change: object, *, gz: bool = False) -> Path:
     return path
 
 
-@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
-@pytest.mark.parametrize("case", list(BLOCK_CASES))
-def test_a_json_lines_file_streams_in_blocks_when_it_reads_the_same(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str, gz: bool
+def _assert_scanned_as_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: Path, options: ReadOptions, *, in_blocks: bool
 ) -> None:
-    change, kwargs, in_blocks = BLOCK_CASES[case]
-    path = _block_file(tmp_path / "in.jsonl", change, gz=gz)
-    assert path.stat().st_size > (1 << 20) or gz
-    options = ReadOptions(**kwargs)  # type: ignore[arg-type]
+    """``scan`` gives what ``read_corpus`` gives (or its error), copying ``path`` a block at a
+    time (``in_blocks``) or after reading it whole, and leaves no half-written copy."""
     whole_reads: list[list[Path]] = []
     real_read_part = neardup.io.stream.read_part
 
@@ -361,6 +357,17 @@ def test_a_json_lines_file_streams_in_blocks_when_it_reads_the_same(
         assert max(t.num_rows for t in stream.tables()) < want.table.num_rows  # bounded batches
     assert (whole_reads == []) == in_blocks
     assert not [p for p in cache.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
+@pytest.mark.parametrize("case", list(BLOCK_CASES))
+def test_a_json_lines_file_streams_in_blocks_when_it_reads_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str, gz: bool
+) -> None:
+    change, kwargs, in_blocks = BLOCK_CASES[case]
+    path = _block_file(tmp_path / "in.jsonl", change, gz=gz)
+    assert path.stat().st_size > (1 << 20) or gz
+    _assert_scanned_as_read(tmp_path, monkeypatch, path, ReadOptions(**kwargs), in_blocks=in_blocks)
 
 
 def test_a_repeated_id_in_a_file_copied_in_blocks_names_its_line(tmp_path: Path) -> None:
@@ -484,32 +491,10 @@ def test_a_csv_file_streams_in_blocks_when_it_reads_the_same(
     change, kwargs, in_blocks = CSV_BLOCK_CASES[case]
     path = _csv_block_file(tmp_path / "in.csv", change, gz=gz)
     assert path.stat().st_size > (1 << 20) or gz
-    options = ReadOptions(**kwargs)  # type: ignore[arg-type]
-    whole_reads: list[list[Path]] = []
-    real_read_part = neardup.io.stream.read_part
-
-    def read_part(paths: list[Path], *args: object) -> object:
-        whole_reads.append(paths)
-        return real_read_part(paths, *args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(neardup.io.stream, "read_part", read_part)
-    cache = tmp_path / "cache"
-    try:
-        want = read_corpus([path], options)
-    except InputError as exc:
-        with pytest.raises(type(exc)) as info:
-            scan([path], options, cache_dir=cache, batch_bytes=1 << 16)
-        assert str(info.value) == str(exc)
-    else:
-        assert {f.name: str(f.type) for f in want.table.schema}.get("score") in ("double", None)
-        stream = scan([path], options, cache_dir=cache, batch_bytes=1 << 16)
-        got = pa.concat_tables(list(stream.tables()))
-        assert got.schema.equals(want.table.schema, check_metadata=True)
-        assert got.equals(want.table)
-        assert [str(e) for e in stream.skipped] == [str(e) for e in want.skipped]
-        assert max(t.num_rows for t in stream.tables()) < want.table.num_rows  # bounded batches
-    assert (whole_reads == []) == in_blocks
-    assert not [p for p in cache.iterdir() if p.name.endswith(".tmp")]
+    if change is None:  # a word in "group" later is a value its type cannot take
+        schema = read_corpus([path], ReadOptions()).table.schema
+        assert (schema.field("group").type, schema.field("score").type) == (pa.int64(), pa.float64())
+    _assert_scanned_as_read(tmp_path, monkeypatch, path, ReadOptions(**kwargs), in_blocks=in_blocks)
 
 
 @pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
