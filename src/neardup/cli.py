@@ -402,11 +402,10 @@ def _dedup_in_a_mode(
     as_json: bool,
 ) -> None:
     """The run in memory, in passes or streaming, whichever ``memory_limit`` and the inputs ask for."""
-    limit = memory_limit
-    streaming = _streaming(inputs, demo=demo, work_dir=work_dir, memory_limit=limit, against=against)
-    passes = (
-        _passes(inputs, options, limit, config.minhash.num_perm) if streaming and work_dir is None else None
-    )
+    streaming = _streaming(inputs, demo=demo, work_dir=work_dir, memory_limit=memory_limit, against=against)
+    passes = None
+    if streaming and work_dir is None:
+        passes = _passes(inputs, options, memory_limit, config.minhash.num_perm)
     if passes is not None:
         try:
             summary = _dedup_in_passes(
@@ -414,7 +413,7 @@ def _dedup_in_a_mode(
                 config=config,
                 output_dir=output_dir,
                 output_format=output_format,
-                memory_limit=limit,
+                memory_limit=memory_limit,
                 quiet=quiet,
             )
         except WholeReadNeededError:
@@ -430,7 +429,7 @@ def _dedup_in_a_mode(
             output_dir=output_dir,
             output_format=output_format,
             work_dir=work_dir or output_dir / WORK_DIR_NAME,
-            memory_limit=limit,
+            memory_limit=memory_limit,
             resume=resume,
             quiet=quiet,
             as_json=as_json,
@@ -450,7 +449,7 @@ def _dedup_in_a_mode(
             update_index=update_index,
             output_dir=output_dir,
             output_format=output_format,
-            memory_limit=limit,
+            memory_limit=memory_limit,
             quiet=quiet,
             as_json=as_json,
         )
