@@ -316,14 +316,18 @@ def _block_file(path: Path, change: object, *, gz: bool = False) -> Path:
     elif change is not None:
         rows[LATER] = change
     data = b"".join(
-        r if isinstance(r, bytes) else (r if isinstance(r, str) else json.dumps(r)).encode() + b"\n"
+        (r if isinstance(r, bytes) else (r if isinstance(r, str) else json.dumps(r)).encode()) + b"\n"
         for r in rows
     )
+    return _written(path, data, gz=gz)
+
+
+def _written(path: Path, data: bytes, *, gz: bool) -> Path:
+    """``data`` written to ``path``, or gzipped to ``path`` with ``.gz`` added."""
     if gz:
-        path = path.with_suffix(".jsonl.gz")
-        path.write_bytes(gzip.compress(data))
-    else:
-        path.write_bytes(data)
+        path = path.with_name(path.name + ".gz")
+        data = gzip.compress(data)
+    path.write_bytes(data)
     return path
 
 
@@ -474,12 +478,7 @@ def _csv_block_file(path: Path, change: str | None, *, gz: bool = False) -> Path
     if change == "utf8":
         at = data.index(b"\n", len(data) * 3 // 4) + 1
         data = data[:at] + b"x1,caf\xff,1,,\n" + data[at:]
-    if gz:
-        path = path.with_suffix(".csv.gz")
-        path.write_bytes(gzip.compress(data))
-    else:
-        path.write_bytes(data)
-    return path
+    return _written(path, data, gz=gz)
 
 
 @pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])

@@ -66,17 +66,7 @@ def _arrow_read(source: Source, text_column: str, block_size: int) -> pa.Table |
     read = pj.ReadOptions(block_size=block_size)
     # pyarrow turns ISO dates into timestamps; keep them as the strings they were. The
     # sample finds most such columns up front, a second read catches the rest.
-    strings = _temporal_in(head(source))
-    while True:
-        parse = pj.ParseOptions(
-            explicit_schema=pa.schema([(name, pa.string()) for name in strings]),
-            unexpected_field_behavior="infer",
-        )
-        table = _parse(source, read, parse)
-        temporal = temporal_columns(table)
-        if not temporal:
-            break
-        strings += temporal
+    table = dates_as_strings(source, lambda parse: _parse(source, read, parse))
     if not _text_typed(table.schema, text_column) or slow_path_reason(table) is not None:
         return None
     return table
@@ -117,18 +107,7 @@ def read_blocks(path: Path, fmt: Format, *, text_column: str) -> Iterator[pa.Tab
     def source() -> Any:
         return pa.input_stream(str(path), compression="gzip" if fmt.gzip else None)
 
-    read = pj.ReadOptions(block_size=STREAM_BLOCK_SIZE)  # as the whole-file reader's first try
-    strings = _temporal_in(head(source))
-    while True:
-        parse = pj.ParseOptions(
-            explicit_schema=pa.schema([(name, pa.string()) for name in strings]),
-            unexpected_field_behavior="infer",
-        )
-        reader = read_or_fall_back(partial(pj.open_json, source(), read_options=read, parse_options=parse))
-        temporal = temporal_columns(reader.schema.empty_table())
-        if not temporal:
-            break
-        strings += temporal
+    reader = open_blocks(source)
     schema = reader.schema
     if not _text_typed(schema, text_column):
         raise WholeReadNeededError(f"field {text_column!r} is not read as text")
@@ -144,6 +123,36 @@ def read_blocks(path: Path, fmt: Format, *, text_column: str) -> Iterator[pa.Tab
         yield table
     if blocks == 0:
         raise WholeReadNeededError("no records")
+
+
+def open_blocks(source: Source) -> Any:
+    """pyarrow's block-wise reader of ``source`` as the whole-file reader tries it first
+    (``STREAM_BLOCK_SIZE`` blocks, dates as strings); a file it cannot open raises
+    :class:`WholeReadNeededError`."""
+    read = pj.ReadOptions(block_size=STREAM_BLOCK_SIZE)
+    return dates_as_strings(
+        source,
+        lambda parse: read_or_fall_back(
+            partial(pj.open_json, source(), read_options=read, parse_options=parse)
+        ),
+    )
+
+
+def dates_as_strings(source: Source, read_with: Callable[[pj.ParseOptions], Any]) -> Any:
+    """``read_with(parse options)`` (a table, or a reader with a ``schema``) with the columns
+    pyarrow would take for dates or times read as the strings they were: a sample of the file
+    names most such columns up front, a second read catches the rest."""
+    strings = _temporal_in(head(source))
+    while True:
+        parse = pj.ParseOptions(
+            explicit_schema=pa.schema([(name, pa.string()) for name in strings]),
+            unexpected_field_behavior="infer",
+        )
+        result = read_with(parse)
+        temporal = temporal_columns(result.schema.empty_table())
+        if not temporal:
+            return result
+        strings += temporal
 
 
 def _parse(source: Source, read: pj.ReadOptions, parse: pj.ParseOptions) -> pa.Table:

@@ -35,9 +35,9 @@ import pyarrow.json as pj
 
 from neardup.engines.streaming import IN_MEMORY_BASE
 from neardup.errors import InputError, MissingColumnError
-from neardup.io._common import WholeReadNeededError, head, read_or_fall_back, temporal_columns
+from neardup.io._common import WholeReadNeededError, head, read_or_fall_back
 from neardup.io.inputs import GENERATED_ID, ReadOptions, check_columns, detect_format, text_as_string
-from neardup.io.jsonl import STREAM_BLOCK_SIZE, _temporal_in, slow_path_reason
+from neardup.io.jsonl import STREAM_BLOCK_SIZE, open_blocks, slow_path_reason
 
 SCAN_BYTES = 16 << 20
 """Bytes read at a time when finding the lines."""
@@ -133,7 +133,6 @@ class JsonlPasses:
         self._longest = int((self.spans[:, 1] - self.spans[:, 0]).max(initial=0))
         if self.rows == 0:
             raise WholeReadNeededError("no records")
-        self._strings: list[str] = []
         self._read_schema: pa.Schema | None = None
         self._cast = False
         self.schema: pa.Schema | None = None
@@ -146,27 +145,17 @@ class JsonlPasses:
         return IN_MEMORY_BASE + self.rows * (4 * num_perm + PER_RECORD) + _working(self._stamp[0])
 
     def _open(self) -> Any:
-        """pyarrow's block-wise reader with the options of :func:`~neardup.io.jsonl.read_jsonl`;
-        once the first pass has fixed every column's type, with those types and smaller blocks
-        (``REREAD_BLOCK_SIZE``, or the longest line)."""
+        """pyarrow's block-wise reader once the first pass has fixed every column's type: with
+        those types and smaller blocks (``REREAD_BLOCK_SIZE``, or the longest line)."""
         if self._read_schema is None:
-            explicit = pa.schema([(name, pa.string()) for name in self._strings])
-            block_size = STREAM_BLOCK_SIZE
-        else:  # blocks hold whole lines
-            explicit, block_size = self._read_schema, max(REREAD_BLOCK_SIZE, self._longest + 2)
-        parse = pj.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="infer")
-        read = pj.ReadOptions(block_size=block_size)
+            raise RuntimeError("call first_pass() first")
+        parse = pj.ParseOptions(explicit_schema=self._read_schema, unexpected_field_behavior="infer")
+        read = pj.ReadOptions(block_size=max(REREAD_BLOCK_SIZE, self._longest + 2))  # whole lines
         return pj.open_json(pa.input_stream(str(self.path)), read_options=read, parse_options=parse)
 
     def _first_reader(self) -> Any:
-        """The reader, its schema checked; columns pyarrow takes for dates are read as strings."""
-        self._strings = _temporal_in(head(lambda: pa.input_stream(str(self.path))))
-        while True:
-            reader = read_or_fall_back(self._open)
-            temporal = temporal_columns(reader.schema.empty_table())
-            if not temporal:
-                break
-            self._strings += temporal
+        """The reader of :func:`~neardup.io.jsonl.open_blocks`, its schema checked."""
+        reader = open_blocks(lambda: pa.input_stream(str(self.path)))
         try:
             self._cast = check_columns(reader.schema, str(self.path), self.options)
         except (MissingColumnError, InputError) as exc:
