@@ -50,7 +50,7 @@ from neardup.outputs import against_tables, table_pieces, write_outputs
 from neardup.pipeline import STAGES as PIPELINE_STAGES
 from neardup.pipeline import arrow_to_batch, arrow_to_batches, find_duplicates, find_duplicates_in_passes
 from neardup.sizes import format_size, parse_size
-from neardup.warm import start_if_cold
+from neardup.warm import load_kernels_and_release_compiler, start_if_cold
 
 EXIT_INPUT = 1
 EXIT_USAGE = 2
@@ -356,7 +356,8 @@ def dedup(
     limit = _memory_limit(memory_limit)
     if workers is not None:
         _set_workers(workers)
-    set_up_in_background()  # numba's set-up overlaps reading the input
+    # numba's set-up and the kernels' loading overlap reading the input; then LLVM's pages go
+    set_up_in_background(then=load_kernels_and_release_compiler)
     if threads() > 1:
         start_if_cold()  # a cold cache: part of the kernels compile on another core
 

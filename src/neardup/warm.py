@@ -53,6 +53,27 @@ def start_if_cold() -> subprocess.Popen[bytes] | None:
         return None
 
 
+def load_kernels_and_release_compiler() -> None:
+    """With a warm cache, load every kernel a run uses from it, then hand LLVM's pages back
+    (:mod:`neardup.core.compiler_pages`): the run calls LLVM no more, and its library would
+    otherwise hold about 100 MB of the run's resident memory to the end. Meant for the thread
+    of numba's set-up, while the input is read. Does nothing on a cold cache (the kernels
+    compile as the run reaches them); a kernel it does not foresee still loads when called."""
+    if os.environ.get("NUMBA_DISABLE_JIT", "0") != "0" or _cache_is_cold():
+        return
+    from neardup.core import compiler_pages
+    from neardup.core.minhash import MinHasher
+    from neardup.core.text import encode_texts
+
+    try:
+        MinHasher().signatures_with_counts(encode_texts(["load the tokeniser"]), parallel=False)
+        compile_later_stages()
+        compile_output_kernels()
+    except Exception:  # the run loads or compiles them itself when it gets there
+        return
+    compiler_pages.release()
+
+
 def compile_tokeniser_helpers() -> None:
     """Compile the tokeniser's helpers that its own compile reaches late (each one is a separate
     compile, cached on its own), for the argument types the tokeniser passes them: the

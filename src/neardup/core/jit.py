@@ -99,14 +99,21 @@ def _first_compiled_call() -> int:
     return 0
 
 
-def set_up_in_background() -> threading.Thread:
-    """Start numba's one-time set-up on a thread and return it.
+def set_up_in_background(then: Callable[[], object] | None = None) -> threading.Thread:
+    """Start numba's one-time set-up on a thread, followed by ``then()`` when given, and return
+    the thread.
 
     The first compiled function a process calls, even one loaded from the on-disk cache,
     costs about half a second: numba builds its target context (LLVM, the registries of
     its implementations). Started before the input is read, which spends its time in
     pyarrow with the GIL released, that half second overlaps the read.
     """
-    thread = threading.Thread(target=_first_compiled_call, name="neardup-jit-setup", daemon=True)
+
+    def set_up() -> None:
+        _first_compiled_call()
+        if then is not None:
+            then()
+
+    thread = threading.Thread(target=set_up, name="neardup-jit-setup", daemon=True)
     thread.start()
     return thread
