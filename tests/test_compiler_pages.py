@@ -78,7 +78,7 @@ def test_regions_are_read_only_mappings_of_the_library_with_no_modified_page() -
 import json
 import llvmlite.binding
 from neardup.core.compiler_pages import _regions
-chosen = _regions("libllvmlite")
+chosen = _regions(("libllvmlite",))
 maps = {}
 with open("/proc/self/smaps") as smaps:
     key = None

@@ -21,12 +21,13 @@ import mmap
 import sys
 from pathlib import Path
 
-LIBRARY_PREFIX = "libllvmlite"
+LIBRARY_PREFIXES = ("libllvmlite", "libLLVM")
+"""llvmlite's library, and LLVM's own where llvmlite links to it rather than holding it (conda)."""
 
 
-def _regions(prefix: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of this process's read-only mappings of a file named ``prefix*`` that
-    hold no modified (anonymous) page, from ``/proc/self/smaps``."""
+def _regions(prefixes: tuple[str, ...]) -> list[tuple[int, int]]:
+    """``(start, end)`` of this process's read-only mappings of a file whose name starts with one
+    of ``prefixes`` that hold no modified (anonymous) page, from ``/proc/self/smaps``."""
     regions: list[tuple[int, int]] = []
     current: tuple[int, int] | None = None
     with open("/proc/self/smaps", encoding="ascii", errors="replace") as smaps:
@@ -37,7 +38,7 @@ def _regions(prefix: str) -> list[tuple[int, int]]:
             if "-" in head[0] and len(head) >= 5:  # a mapping's header line
                 current = None
                 name = head[5].strip() if len(head) > 5 else ""
-                if Path(name).name.startswith(prefix) and "w" not in head[1]:
+                if Path(name).name.startswith(prefixes) and "w" not in head[1]:
                     start, end = (int(part, 16) for part in head[0].split("-"))
                     current = (start, end)
             elif current is not None and head[0] == "Anonymous:":
@@ -47,13 +48,14 @@ def _regions(prefix: str) -> list[tuple[int, int]]:
     return regions
 
 
-def release(prefix: str = LIBRARY_PREFIX) -> int:
-    """Drop the clean, read-only pages of the library named ``prefix*`` (LLVM's, by default)
-    from this process; returns the bytes of address space advised (0 where not supported)."""
+def release(prefixes: tuple[str, ...] = LIBRARY_PREFIXES) -> int:
+    """Drop the clean, read-only pages of the libraries whose names start with one of
+    ``prefixes`` (LLVM's, by default) from this process; returns the bytes of address space
+    advised (0 where not supported)."""
     if not sys.platform.startswith("linux") or not hasattr(mmap, "MADV_DONTNEED"):
         return 0
     try:
-        regions = _regions(prefix)
+        regions = _regions(prefixes)
         libc = ctypes.CDLL(None, use_errno=True)
     except OSError:
         return 0
