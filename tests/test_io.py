@@ -810,6 +810,32 @@ def test_json_strings_escape_every_control_character(monkeypatch: pytest.MonkeyP
     assert json_values(column).to_pylist() == expected
 
 
+@pytest.mark.parametrize("parallel_from", [1, 1 << 30])
+def test_json_strings_escape_at_every_position_in_a_word(
+    monkeypatch: pytest.MonkeyPatch, parallel_from: int
+) -> None:
+    """The escaping kernels read eight bytes at a time: a character to escape at each offset of
+    a word, in strings of every length around a word's, with a string starting anywhere in the
+    buffer, on one thread or split into ranges of rows across the kernel threads."""
+    import neardup.io._jsontext
+    from neardup.io._jsontext import json_values
+
+    monkeypatch.setattr(neardup.io._jsontext, "_use_kernels", lambda nbytes: True)
+    monkeypatch.setattr(neardup.io._jsontext, "PARALLEL_FROM_BYTES", parallel_from)
+    specials = ['"', "\\", "\n", "\x00", "\x1f", "\x7f", "\u00e9", "\u2028", "\U0001f600", " ", "\b"]
+    values = [
+        "x" * before + special + "y" * after
+        for special in specials
+        for before in range(10)
+        for after in (0, 1, 6, 7, 8, 9, 17)
+    ]
+    values.append("".join(map(chr, range(0x100))) * 3)
+    column = pa.array(values, pa.string())
+    expected = [json.dumps(v, ensure_ascii=False) for v in values]
+    assert json_values(column).to_pylist() == expected
+    assert json_values(column.slice(3, len(values) - 5)).to_pylist() == expected[3:-2]
+
+
 def test_json_strings_small_columns_use_loaded_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
     """Once a large column has loaded the kernels, small columns (the ids of a slice) use them
     too: json.dumps per value over every small slice of a 100k-row run cost a second."""

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from numba import njit
 
+from neardup.core.jit import hot_helper, in_ranges, kernel
 from neardup.core.scan import readonly
 
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
@@ -34,6 +34,10 @@ COMPILED_FROM_BYTES = 1 << 16
 """Strings of fewer bytes in all are escaped by :func:`json.dumps` until the kernels are loaded:
 quicker than compiling them in a fresh cache (a few seconds), and just as exact. Once a larger
 column has loaded them, every column goes through them, however small."""
+
+
+PARALLEL_FROM_BYTES = 1 << 20
+"""Columns of at least this many bytes are escaped on all the kernel threads, a range of rows each."""
 
 
 def _null() -> pa.Scalar:
@@ -93,36 +97,70 @@ def json_values(column: pa.Array, *, compact: bool = False) -> pa.Array:
     return pa.array(dumped, pa.large_string())
 
 
-@njit(cache=True, nogil=True)
-def _quoted_offsets(offsets: np.ndarray, data: np.ndarray, width: np.ndarray) -> np.ndarray:
-    """Where each string starts in the output: its escaped bytes plus two quotes."""
-    out = np.empty(offsets.size, dtype=np.int64)
-    out[0] = 0
-    for row in range(offsets.size - 1):
-        size = 2
-        for p in range(offsets[row], offsets[row + 1]):
-            size += width[data[p]]
-        out[row + 1] = out[row] + size
-    return out
+_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+_HIGH = np.uint64(0x8080808080808080)
+_ONES = np.uint64(0x0101010101010101)
 
 
-@njit(cache=True, nogil=True)
-def _quote_into(
-    offsets: np.ndarray, data: np.ndarray, out_offsets: np.ndarray, short: np.ndarray, hex_digits: np.ndarray
-) -> np.ndarray:
-    """The strings as quoted, escaped JSON text, back to back."""
-    out = np.empty(out_offsets[-1], dtype=np.uint8)
-    q = 0
-    for row in range(offsets.size - 1):
-        lo, hi = offsets[row], offsets[row + 1]
+@hot_helper
+def _needs_escape(w: np.uint64) -> np.uint64:
+    """0x80 in each byte of the eight bytes ``w`` that JSON escapes (below 0x20, ``"`` or ``\\``),
+    0 elsewhere: exact for every byte value, with no carry between bytes."""
+    below_space = ~(((w & _LOW7) + _ONES * np.uint64(0x60)) | w)
+    quote = w ^ (_ONES * np.uint64(0x22))
+    backslash = w ^ (_ONES * np.uint64(0x5C))
+    is_quote = ~(((quote & _LOW7) + _LOW7) | quote)
+    is_backslash = ~(((backslash & _LOW7) + _LOW7) | backslash)
+    return (below_space | is_quote | is_backslash) & _HIGH
+
+
+@kernel
+def _quoted_sizes(
+    offsets: np.ndarray, data: np.ndarray, width: np.ndarray, sizes: np.ndarray, lo: int, hi: int
+) -> None:
+    """``sizes[row]`` for rows ``lo..hi-1``: the bytes of each string as escaped JSON, quotes
+    included. Eight bytes at a time; a byte-wise look-up only in the words with a byte to escape."""
+    for row in range(lo, hi):
+        start = offsets[row]
+        end = offsets[row + 1]
+        size = end - start + 2
+        p = start
+        while p + 8 <= end:
+            w = np.uint64(0)
+            for i in range(8):
+                w |= np.uint64(data[np.uint64(p + i)]) << np.uint64(8 * i)
+            if _needs_escape(w) != 0:
+                for i in range(8):
+                    size += width[data[np.uint64(p + i)]] - 1
+            p += 8
+        while p < end:
+            size += width[data[np.uint64(p)]] - 1
+            p += 1
+        sizes[row] = size
+
+
+@kernel
+def _quote_rows(
+    offsets: np.ndarray,
+    data: np.ndarray,
+    out_offsets: np.ndarray,
+    out: np.ndarray,
+    short: np.ndarray,
+    hex_digits: np.ndarray,
+    lo: int,
+    hi: int,
+) -> None:
+    """Rows ``lo..hi-1`` as quoted, escaped JSON text into ``out`` at ``out_offsets``."""
+    for row in range(lo, hi):
+        start, end = offsets[row], offsets[row + 1]
+        q = out_offsets[row]
         out[q] = 0x22
         q += 1
-        if out_offsets[row + 1] - out_offsets[row] == hi - lo + 2:  # nothing to escape
-            out[q : q + hi - lo] = data[lo:hi]
-            q += hi - lo + 1
-            out[q - 1] = 0x22
+        if out_offsets[row + 1] - out_offsets[row] == end - start + 2:  # nothing to escape
+            out[q : q + end - start] = data[start:end]
+            out[q + end - start] = 0x22
             continue
-        for p in range(lo, hi):
+        for p in range(start, end):
             c = data[p]
             if c >= 0x20 and c != 0x22 and c != 0x5C:
                 out[q] = c
@@ -140,13 +178,12 @@ def _quote_into(
                 out[q + 5] = hex_digits[c & 0xF]
                 q += 6
         out[q] = 0x22
-        q += 1
-    return out
 
 
 def _use_kernels(nbytes: int) -> bool:
     """Whether strings of ``nbytes`` in all are escaped by the kernels (see COMPILED_FROM_BYTES)."""
-    return nbytes >= COMPILED_FROM_BYTES or bool(_quote_into.signatures)
+    dispatcher: Any = _quote_rows  # typed as the Python function
+    return nbytes >= COMPILED_FROM_BYTES or bool(dispatcher.signatures)
 
 
 def _strings(column: pa.Array) -> pa.Array:
@@ -154,15 +191,27 @@ def _strings(column: pa.Array) -> pa.Array:
     column = column.cast(pa.large_string())
     _, offsets_buf, data_buf = column.buffers()
     offsets = np.frombuffer(offsets_buf, dtype=np.int64)[column.offset : column.offset + len(column) + 1]
-    if not _use_kernels(int(offsets[-1] - offsets[0])):
+    nbytes = int(offsets[-1] - offsets[0])
+    if not _use_kernels(nbytes):
         dumped = [None if v is None else json.dumps(v, ensure_ascii=False) for v in column.to_pylist()]
         return pa.array(dumped, pa.large_string())
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.empty(0, np.uint8)
     # read-only whether Arrow's buffer is mutable or not: one compiled version, not two
     data, offsets = readonly(data), readonly(offsets)
-    out_offsets = _quoted_offsets(offsets, data, _WIDTH)
-    out = _quote_into(offsets, data, out_offsets, _SHORT, _HEX)
-    quoted = pa.LargeStringArray.from_buffers(len(column), pa.py_buffer(out_offsets), pa.py_buffer(out))
+    rows = len(column)
+    sizes = np.empty(rows, dtype=np.int64)
+    serial_below = max(1, rows * PARALLEL_FROM_BYTES // max(nbytes, 1))  # in rows: split past that many bytes
+    in_ranges(lambda lo, hi: _quoted_sizes(offsets, data, _WIDTH, sizes, lo, hi), rows, serial_below)
+    out_offsets = np.empty(rows + 1, dtype=np.int64)
+    out_offsets[0] = 0
+    np.cumsum(sizes, out=out_offsets[1:])
+    # numpy's allocation, not the kernel's: numpy asks for huge pages, and faulting in 4 KiB pages
+    # cost as much as the copying here
+    out = np.empty(int(out_offsets[-1]), dtype=np.uint8)
+    in_ranges(
+        lambda lo, hi: _quote_rows(offsets, data, out_offsets, out, _SHORT, _HEX, lo, hi), rows, serial_below
+    )
+    quoted = pa.LargeStringArray.from_buffers(rows, pa.py_buffer(out_offsets), pa.py_buffer(out))
     return quoted if column.null_count == 0 else pc.if_else(column.is_valid(), quoted, _null())
 
 
