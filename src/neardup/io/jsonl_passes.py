@@ -144,13 +144,14 @@ class JsonlPasses:
         record, and ``PASSES_WORKING`` (less for a small file) for what the stages hold at once."""
         return IN_MEMORY_BASE + self.rows * (4 * num_perm + PER_RECORD) + _working(self._stamp[0])
 
-    def _open(self) -> Any:
+    def _open(self, threads: bool) -> Any:
         """pyarrow's block-wise reader once the first pass has fixed every column's type: with
-        those types and smaller blocks (``REREAD_BLOCK_SIZE``, or the longest line)."""
+        those types and smaller blocks (``REREAD_BLOCK_SIZE``, or the longest line), parsed on
+        Arrow's threads or, without ``threads``, on the reading thread alone."""
         if self._read_schema is None:
             raise RuntimeError("call first_pass() first")
         parse = pj.ParseOptions(explicit_schema=self._read_schema, unexpected_field_behavior="infer")
-        read = pj.ReadOptions(block_size=max(REREAD_BLOCK_SIZE, self._longest + 2))  # whole lines
+        read = pj.ReadOptions(block_size=max(REREAD_BLOCK_SIZE, self._longest + 2), use_threads=threads)
         return pj.open_json(pa.input_stream(str(self.path)), read_options=read, parse_options=parse)
 
     def _first_reader(self) -> Any:
@@ -192,11 +193,13 @@ class JsonlPasses:
             raise WholeReadNeededError("empty or repeated ids")
 
     def tables(self) -> Iterator[pa.Table]:
-        """The rows in order again, as the first pass yielded them."""
+        """The rows in order again, as the first pass yielded them, parsed on the reading thread
+        alone: the outputs' formatting and writing, beside it, keep the cores busy, and Arrow's
+        parsing threads among them made the last pass slower."""
         self._unchanged()
         done = 0
         try:
-            for batch in self._batches():
+            for batch in self._batches(threads=False):
                 yield self._shaped(pa.Table.from_batches([batch], schema=self._read_schema), done)
                 done += batch.num_rows
         except WholeReadNeededError as exc:
@@ -204,11 +207,12 @@ class JsonlPasses:
         if done != self.rows:
             raise self._changed()
 
-    def _batches(self, skip: int = 0) -> Iterator[pa.RecordBatch]:
-        """The file's record batches in the types the first block fixed, read in small blocks,
-        from row ``skip`` on; raises :class:`WholeReadNeededError` where a block does not parse
-        in those types or brings a new field."""
-        reader = read_or_fall_back(self._open)
+    def _batches(self, skip: int = 0, threads: bool = True) -> Iterator[pa.RecordBatch]:
+        """The file's record batches in the types the first block fixed, read in small blocks
+        (parsed on Arrow's threads, or not), from row ``skip`` on; raises
+        :class:`WholeReadNeededError` where a block does not parse in those types or brings a
+        new field."""
+        reader = read_or_fall_back(lambda: self._open(threads))
         while (batch := read_or_fall_back(reader.read_next_batch)) is not None:
             if batch.schema != self._read_schema:
                 raise WholeReadNeededError("a field first seen after the first block")
