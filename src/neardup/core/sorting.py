@@ -6,7 +6,7 @@ numpy 2.4's ``np.unique`` took 0.6 s for 1,000,000 uint64 values, where ``np.sor
 A stable argsort of 64-bit keys built on numpy's value sort, which is several times faster.
 
 ``np.argsort(kind="stable")`` on uint64 is a merge sort of indices (0.85 s for 5,000,000
-keys here); ``np.sort`` of values is a vectorised sort (0.13 s). :func:`stable_argsort_u64`
+keys here); ``np.sort`` of values is a vectorised sort (0.13 s). :func:`stable_sort_u64`
 sorts the keys' top bits with each key's index packed into the low bits, then puts in order
 the rare runs whose top bits are equal but whose keys are not (none, for hash keys, in all
 but a few runs per million): the same order as the stable argsort, in about a third of its
