@@ -28,11 +28,52 @@ from neardup.io import ReadOptions, read_corpus
 from neardup.io._common import WholeReadNeededError
 from neardup.io.jsonl_passes import JsonlPasses, record_spans, takes
 from synthetic import planted_corpus
-from test_cli_streaming import assert_same_outputs
+from test_cli_streaming import ROW_TABLES, assert_same_outputs
 
 
 def run(*args: object) -> Result:
     return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def whole_run(monkeypatch: pytest.MonkeyPatch, *args: object) -> Result:
+    """The run that holds the whole file in memory, for comparison."""
+    with monkeypatch.context() as m:
+        m.setattr(neardup.cli, "_passes", lambda *a, **k: None)
+        return run(*args)
+
+
+def spliced(line: bytes, first: bytes, last: bytes) -> bytes:
+    """A JSON object's line with members ``first`` after its ``{`` and ``last`` before its ``}``."""
+    body = line.rstrip(b" \t\r")
+    assert body[:1] == b"{" and body[-1:] == b"}"
+    inner = body[1:-1]
+    has_members = bool(inner.strip(b" \t\r"))
+    out = b"{" + first + (b", " if first and has_members else b"") + inner
+    out += (b", " if last and (has_members or first) else b"") + last
+    return out + b"}" + line[len(body) :]
+
+
+def assert_rows_are_the_input_lines(got: Path, whole: Path, source: Path, *, generated_ids: bool) -> None:
+    """``annotated``, ``deduped`` and ``duplicates`` in ``got`` are the lines of ``source``, each
+    with the columns the whole-file run (in ``whole``) gave its row, and nothing else changed."""
+    lines = [line for line in source.read_bytes().split(b"\n") if line]
+    rows = [json.loads(line) for line in (whole / "annotated.jsonl").read_bytes().splitlines()]
+    assert len(rows) == len(lines)
+
+    def members(row: dict[str, Any], names: list[str]) -> bytes:
+        return ", ".join(f"{json.dumps(n)}: {json.dumps(row[n], ensure_ascii=False)}" for n in names).encode()
+
+    annotated, deduped, duplicates = [], [], []
+    for i, (line, row) in enumerate(zip(lines, rows, strict=True)):
+        first = f'"row_id": {i}'.encode() if generated_ids else b""
+        annotated.append(spliced(line, first, members(row, ["cluster_id", "representative", "is_duplicate"])))
+        if row["is_duplicate"]:
+            row["duplicate_of"] = row["representative"]
+            duplicates.append(spliced(line, first, members(row, ["duplicate_of", "cluster_id"])))
+        else:
+            deduped.append(spliced(line, first, b""))
+    for name, want in (("annotated", annotated), ("deduped", deduped), ("duplicates", duplicates)):
+        assert (got / f"{name}.jsonl").read_bytes() == b"".join(w + b"\n" for w in want), name
 
 
 def passes_limit(path: Path, options: ReadOptions) -> int:
@@ -87,17 +128,24 @@ CASES = [
 
 @pytest.mark.parametrize("args", CASES, ids=[" ".join(a) or "generated-ids" for a in CASES])
 def test_a_run_in_passes_writes_what_the_whole_file_run_writes(
-    tmp_path: Path, small_pieces: None, args: list[str]
+    tmp_path: Path, small_pieces: None, monkeypatch: pytest.MonkeyPatch, args: list[str]
 ) -> None:
     # about 2.4 MB: the reader's first block (1 MiB) fixes the types, later blocks follow them
     path = write_jsonl(tmp_path / "in.jsonl", records(1600, seed=11))
-    whole = run("dedup", path, "-o", tmp_path / "whole", "-q", *args)
+    whole = whole_run(monkeypatch, "dedup", path, "-o", tmp_path / "whole", "-q", *args)
     assert whole.exit_code == 0, whole.output
     options = ReadOptions(id_column="id" if "--id-column" in args else None)
     limit = passes_limit(path, options)
     passes = run("dedup", path, "-o", tmp_path / "passes", "--memory-limit", limit, *args)
     assert passes.exit_code == 0, passes.output
-    summary = assert_same_outputs(tmp_path / "passes", tmp_path / "whole")
+    as_lines = "--output-format" not in args  # JSON Lines: the rows are the file's own lines
+    summary = assert_same_outputs(
+        tmp_path / "passes", tmp_path / "whole", parsed_only=ROW_TABLES if as_lines else ()
+    )
+    if as_lines:
+        assert_rows_are_the_input_lines(
+            tmp_path / "passes", tmp_path / "whole", path, generated_ids="--id-column" not in args
+        )
     assert summary["duplicates_removed"] > 100 and summary["candidate_pairs"] > 100
     assert summary["engine"]["mode"] == "passes"
     assert summary["engine"]["memory_limit"] == limit
@@ -120,19 +168,25 @@ ODD_FILES: dict[str, tuple[list[Any], str, str]] = {
 
 @pytest.mark.parametrize("case", list(ODD_FILES))
 def test_a_file_the_passes_cannot_read_exactly_streams_with_the_same_outputs(
-    tmp_path: Path, case: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
     extra, end, mode = ODD_FILES[case]
     rows = records(300, seed=5)
     rows[3]["id"] = "REPEATED"
     path = write_jsonl(tmp_path / "in.jsonl", rows[:150] + extra + rows[150:], end=end)
     args = ["--id-column", "id", "--on-error", "skip"]
-    whole = run("dedup", path, "-o", tmp_path / "whole", "-q", *args)
+    whole = whole_run(monkeypatch, "dedup", path, "-o", tmp_path / "whole", "-q", *args)
     assert whole.exit_code == 0, whole.output
     limit = in_memory_estimate([path]) - 1
     fallback = run("dedup", path, "-o", tmp_path / "out", "-q", "--memory-limit", limit, *args)
     assert fallback.exit_code == 0, fallback.output
-    summary = assert_same_outputs(tmp_path / "out", tmp_path / "whole")
+    as_lines = ROW_TABLES if mode == "passes" else ()
+    summary = assert_same_outputs(tmp_path / "out", tmp_path / "whole", parsed_only=as_lines)
+    if as_lines:
+        assert_rows_are_the_input_lines(tmp_path / "out", tmp_path / "whole", path, generated_ids=False)
+    default = run("dedup", path, "-o", tmp_path / "default", "-q", *args)  # the same, whatever the limit
+    assert default.exit_code == 0, default.output
+    assert_same_outputs(tmp_path / "default", tmp_path / "out")
     assert summary["engine"]["mode"] == mode
 
 

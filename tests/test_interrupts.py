@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -59,10 +58,8 @@ def test_a_second_ctrl_c_stops_at_once() -> None:
 def test_ctrl_c_in_an_in_memory_run_stops_it_at_the_next_report(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    corpus = tmp_path / "in.jsonl"
-    corpus.write_text(
-        "".join(json.dumps({"text": f"document number {i} about things"}) + "\n" for i in range(50))
-    )
+    corpus = tmp_path / "in.csv"  # held in memory (one JSON Lines file would be read in passes)
+    corpus.write_text("text\n" + "".join(f"document number {i} about things\n" for i in range(50)))
     real = neardup.cli.find_duplicates
     reached: list[str] = []
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.abc
+import itertools
 import json
 import os
 import sys
@@ -46,7 +47,7 @@ from neardup.io import (
 from neardup.io._common import WholeReadNeededError
 from neardup.io.jsonl_passes import JsonlPasses, least_memory_in_passes, takes
 from neardup.io.stream import CorpusStream
-from neardup.outputs import against_tables, table_pieces, write_outputs
+from neardup.outputs import against_tables, table_pieces, write_graph_tables, write_outputs
 from neardup.pipeline import STAGES as PIPELINE_STAGES
 from neardup.pipeline import arrow_to_batch, arrow_to_batches, find_duplicates, find_duplicates_in_passes
 from neardup.sizes import format_size, parse_size
@@ -405,7 +406,10 @@ def _dedup_in_a_mode(
     """The run in memory, in passes or streaming, whichever ``memory_limit`` and the inputs ask for."""
     streaming = _streaming(inputs, demo=demo, work_dir=work_dir, memory_limit=memory_limit, against=against)
     passes = None
-    if streaming and work_dir is None:
+    # One JSON Lines file written as JSON Lines is read in passes even when it would fit in memory:
+    # its rows are copied from its lines, which is as fast as writing parsed rows, in less memory.
+    lines_out = output_format in (None, "jsonl") and against is None and not demo
+    if work_dir is None and (streaming or lines_out):
         passes = _passes(inputs, options, memory_limit, config.minhash.num_perm)
     if passes is not None:
         try:
@@ -418,7 +422,7 @@ def _dedup_in_a_mode(
                 quiet=quiet,
             )
         except WholeReadNeededError:
-            pass  # nothing decided or written yet: the file streams through the work dir
+            pass  # nothing decided or written yet: the file is read whole (in memory or streamed)
         else:
             _print_result(summary, quiet=quiet, as_json=as_json)
             return
@@ -689,18 +693,21 @@ def _dedup_in_passes(
     memory_limit: int,
     quiet: bool,
 ) -> dict[str, Any]:
-    """The run on a JSON Lines file too large to hold in memory but not to read in passes: the
-    signatures from a first pass, the text of the documents in candidate pairs by their lines,
-    the outputs from a last pass. Raises :class:`WholeReadNeededError` (before writing anything)
-    for a file that must be read whole."""
+    """The run on one JSON Lines file read in passes: the signatures from a first pass, the text
+    of the documents in candidate pairs by their lines, the outputs from a last pass (in JSON
+    Lines, the records' own lines). Raises :class:`WholeReadNeededError` (before writing
+    anything) for a file that must be read whole."""
     err = Console(stderr=True, quiet=quiet)
     t0 = time.perf_counter()
     read_seconds = passes.scan_seconds  # finding the lines; parsing counts in the signatures
+    blocks = passes.first_pass()
+    first = next(blocks, None)  # the columns and the first block are checked before anything is shown
     _print_shape(err, config)
     text = passes.text_column
 
     def groups() -> Iterator[list[TextBatch]]:
-        for table in table_pieces(passes.first_pass(), _PASS_ROWS, _PASS_BYTES):
+        read = itertools.chain([first] if first is not None else [], blocks)
+        for table in table_pieces(read, _PASS_ROWS, _PASS_BYTES):
             yield arrow_to_batches(table.column(text))
             pa.default_memory_pool().release_unused()  # the blocks hashed before this group
         pa.default_memory_pool().release_unused()
@@ -717,6 +724,9 @@ def _dedup_in_passes(
             )
         except InputError as exc:
             _fail(str(exc), EXIT_INPUT)
+        except WholeReadNeededError as exc:
+            err.print(f"neardup: {passes.path} is read again, whole: {exc}", highlight=False, soft_wrap=True)
+            raise
         if passes.ids is None or passes.schema is None:
             raise RuntimeError("the first pass did not finish")
         figures = result.summary()
@@ -726,18 +736,22 @@ def _dedup_in_passes(
         t_write = time.perf_counter()
         try:
             with OutputDir(output_dir) as target:
-                write_outputs(
-                    target,
-                    fmt,
-                    inputs=prefetched(table_pieces(passes.tables(), _PASS_WRITE_ROWS, _PASS_WRITE_BYTES)),
-                    schema=passes.schema,
-                    ids=passes.ids,
-                    result=result,
-                    max_items=_WRITE_ITEMS,
-                    progress=on_progress,
-                    piece_rows=_PASS_WRITE_ROWS,
-                    piece_bytes=_PASS_WRITE_BYTES,
-                )
+                if fmt == "jsonl":  # the records as the file spells them, columns spliced in
+                    passes.write_rows(target, result.clusters, on_progress)
+                    write_graph_tables(target, fmt, ids=passes.ids, result=result, max_items=_WRITE_ITEMS)
+                else:
+                    write_outputs(
+                        target,
+                        fmt,
+                        inputs=prefetched(table_pieces(passes.tables(), _PASS_WRITE_ROWS, _PASS_WRITE_BYTES)),
+                        schema=passes.schema,
+                        ids=passes.ids,
+                        result=result,
+                        max_items=_WRITE_ITEMS,
+                        progress=on_progress,
+                        piece_rows=_PASS_WRITE_ROWS,
+                        piece_bytes=_PASS_WRITE_BYTES,
+                    )
                 summary["seconds"]["write"] = round(time.perf_counter() - t_write, 4)
                 summary["seconds"]["total"] = round(time.perf_counter() - t0 + read_seconds, 4)
                 target.write_json("summary.json", summary)

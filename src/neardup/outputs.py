@@ -395,8 +395,16 @@ def write_outputs(
             report("write", start, rows)
         for done in writing:
             done.result()
+    write_graph_tables(target, fmt, ids=ids, result=result, max_items=max_items)
+
+
+def write_graph_tables(
+    target: OutputDir, fmt: str, *, ids: pa.Array, result: DedupResult, max_items: int
+) -> None:
+    """Write ``clusters``, ``candidate_pairs`` and ``lsh_buckets`` into ``target`` in slices of about
+    ``max_items`` values (``ids`` is every row's id)."""
     for name, pieces in (
-        ("clusters", cluster_tables(ids, clusters, max_items=max_items)),
+        ("clusters", cluster_tables(ids, result.clusters, max_items=max_items)),
         ("candidate_pairs", pair_tables(ids, result.pairs, max_items=max_items)),
         ("lsh_buckets", bucket_tables(ids, result.buckets, max_items=max_items)),
     ):

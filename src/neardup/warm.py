@@ -134,7 +134,8 @@ def compile_later_stages() -> None:
 
 
 def compile_output_kernels() -> None:
-    """Escape a string column large enough for the compiled JSON escaping (JSON Lines outputs)."""
+    """Escape a string column large enough for the compiled JSON escaping, and splice a JSON Lines
+    record (the JSON Lines outputs)."""
     import pyarrow as pa
 
     from neardup.io._jsontext import COMPILED_FROM_BYTES, json_values
@@ -144,6 +145,12 @@ def compile_output_kernels() -> None:
     offsets = np.arange(count + 1, dtype=np.int64) * len(line)
     buffers = [None, pa.py_buffer(offsets), pa.py_buffer(line * count)]
     json_values(pa.Array.from_buffers(pa.large_string(), count, buffers))
+    from neardup.io.jsonl_lines import splice_lines
+
+    record = np.frombuffer(b'{"a": 1}', dtype=np.uint8)
+    ends = np.array([record.size], dtype=np.int64)
+    none = np.zeros(2, dtype=np.int64)
+    splice_lines(record, none[:1], ends, record, none, record, none, np.empty(2 * record.size, np.uint8))
 
 
 if __name__ == "__main__":  # pragma: no cover (run as a child process)

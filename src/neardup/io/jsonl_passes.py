@@ -7,8 +7,8 @@ the input table between them was most of a run's memory (about the file's size a
 (pyarrow's block-wise reader, the same options, checks and columns) a batch at a time:
 once in full for the signatures (:meth:`~JsonlPasses.first_pass`), then the lines of
 just the documents verification asks for, by their byte ranges
-(:meth:`~JsonlPasses.texts`), then in full again for the outputs
-(:meth:`~JsonlPasses.tables`).
+(:meth:`~JsonlPasses.texts`), then in full again for the outputs: as its lines, for JSON
+Lines outputs (:meth:`~JsonlPasses.write_rows`), or parsed again (:meth:`~JsonlPasses.tables`).
 
 It takes the files that read the same either way: one record per line, each line
 starting with ``{``, every record good, ids unique, the column types fixed by the first
@@ -24,7 +24,7 @@ import io
 import itertools
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +33,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from neardup.core.clusters import Clusters
 from neardup.engines.streaming import IN_MEMORY_BASE
 from neardup.errors import InputError, MissingColumnError
 from neardup.io._common import WholeReadNeededError, head, read_or_fall_back
 from neardup.io.inputs import GENERATED_ID, ReadOptions, check_columns, detect_format, text_as_string
 from neardup.io.jsonl import STREAM_BLOCK_SIZE, open_blocks, slow_path_reason
+from neardup.io.jsonl_lines import LineWriter
+from neardup.io.writers import OutputDir
 
 SCAN_BYTES = 16 << 20
 """Bytes read at a time when finding the lines."""
@@ -246,6 +249,20 @@ class JsonlPasses:
             raise self._changed()
         text: pa.Array = table.column(self.text_column).combine_chunks().cast(pa.string())
         return text
+
+    def write_rows(
+        self, target: OutputDir, clusters: Clusters, progress: Callable[[str, int, int], None] | None = None
+    ) -> None:
+        """Write ``annotated``, ``deduped`` and ``duplicates`` as JSON Lines into ``target`` from the
+        file's own lines (:class:`~neardup.io.jsonl_lines.LineWriter`), after the first pass."""
+        self._unchanged()
+        if self.ids is None:
+            raise RuntimeError("call first_pass() before write_rows()")
+        writer = LineWriter(
+            self.path, self.spans, self.ids, clusters, self.id_column, self.options.id_column is None
+        )
+        writer.write(target, progress)
+        self._unchanged()
 
     def _shaped(self, table: pa.Table, first_row: int) -> pa.Table:
         """A block as a slice of the whole-file table: text as strings, ids generated if asked."""

@@ -151,6 +151,15 @@ class TableWriter:
                 _append_jsonl(self._fh, table, formatted)
         self.rows += table.num_rows
 
+    def write_lines(self, data: Any, rows: int) -> None:
+        """Append ``rows`` records already written as JSON Lines text (``data``, bytes-like,
+        each line ending in a newline); JSON Lines only."""
+        if self._fh is None:
+            raise ValueError(f"JSON Lines text cannot be written as {self.fmt}")
+        with self._errors():
+            self._fh.write(data)
+        self.rows += rows
+
     def close(self) -> None:
         with self._errors():
             if self._writer is not None:

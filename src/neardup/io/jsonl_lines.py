@@ -1,0 +1,259 @@
+"""Rows of one JSON Lines file written as they were read: its own lines, with columns spliced in.
+
+A run that reads one JSON Lines file in passes (:class:`~neardup.io.jsonl_passes.JsonlPasses`)
+and writes JSON Lines makes ``annotated``, ``deduped`` and ``duplicates`` from the input's lines
+rather than from parsed rows. Each record keeps its bytes: its keys in their order, its spacing,
+how its numbers and strings are spelled, and no ``null`` for a field that other records have
+and it lacks. The columns a table adds (``cluster_id``, ``representative``, ...) go before the
+record's closing brace, a generated ``row_id`` after its opening one, in the writer's style
+(``"key": value``, joined by ``", "``). Nothing is parsed or escaped again: each piece is one
+compiled copy of bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from neardup.core.clusters import Clusters
+from neardup.core.jit import kernel, threads
+from neardup.errors import InputError
+from neardup.io._jsontext import json_values, text
+from neardup.io.writers import OutputDir, TableWriter
+
+PIECE_BYTES = 8 << 20
+"""Input bytes per piece (or one line, if longer): a piece, and its three outputs, are held at once."""
+_NAMES = ("annotated", "deduped", "duplicates")
+
+
+@kernel
+def splice_lines(
+    buf: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    pre_data: np.ndarray,
+    pre_offsets: np.ndarray,
+    suf_data: np.ndarray,
+    suf_offsets: np.ndarray,
+    out: np.ndarray,
+) -> int:
+    """Write line ``i`` (``buf[starts[i]:ends[i]]``, a JSON object) for each ``i`` into ``out``,
+    ``pre_data``'s ``i``-th text after its opening brace and ``suf_data``'s before its closing one
+    (each empty, or members ``"key": value``, joined to the record's own members by ``", "``), then
+    a newline. Returns the bytes written, or ``-1 - i`` for a line ``i`` that is not ``{ ... }``
+    (with JSON whitespace after the brace). ``out`` holds at least the lines, the texts, and
+    five bytes per line."""
+    at = 0
+    for i in range(starts.size):
+        s = starts[i]
+        e = ends[i]
+        close = e - 1
+        while close > s and (buf[close] == 0x20 or buf[close] == 0x09 or buf[close] == 0x0D):
+            close -= 1
+        if close <= s or buf[s] != 0x7B or buf[close] != 0x7D:
+            return -1 - i
+        first = s + 1
+        while first < close and (buf[first] == 0x20 or buf[first] == 0x09 or buf[first] == 0x0D):
+            first += 1
+        members = first < close
+        p0 = pre_offsets[i]
+        p1 = pre_offsets[i + 1]
+        q0 = suf_offsets[i]
+        q1 = suf_offsets[i + 1]
+        out[at] = 0x7B
+        at += 1
+        out[at : at + p1 - p0] = pre_data[p0:p1]
+        at += p1 - p0
+        if p1 > p0 and members:
+            out[at] = 0x2C
+            out[at + 1] = 0x20
+            at += 2
+        out[at : at + close - s - 1] = buf[s + 1 : close]
+        at += close - s - 1
+        if q1 > q0 and (members or p1 > p0):
+            out[at] = 0x2C
+            out[at + 1] = 0x20
+            at += 2
+        out[at : at + q1 - q0] = suf_data[q0:q1]
+        at += q1 - q0
+        out[at : at + e - close] = buf[close:e]
+        at += e - close
+        out[at] = 0x0A
+        at += 1
+    return at
+
+
+@dataclass(frozen=True)
+class _Texts:
+    """One text per row, back to back: ``data[offsets[i]:offsets[i + 1]]``."""
+
+    data: np.ndarray
+    offsets: np.ndarray
+
+    @classmethod
+    def none(cls, rows: int) -> _Texts:
+        return cls(np.zeros(1, np.uint8), np.zeros(rows + 1, np.int64))
+
+    @classmethod
+    def joined(cls, *parts: pa.Array | pa.Scalar) -> _Texts:
+        """The element-wise concatenation of ``parts`` (large-string arrays and scalars)."""
+        joined = pc.binary_join_element_wise(*parts, text(""))
+        _, offsets_buf, data_buf = joined.buffers()
+        offsets = np.frombuffer(offsets_buf, np.int64)[joined.offset : joined.offset + len(joined) + 1]
+        data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(1, np.uint8)
+        return cls(data, offsets)
+
+    def take(self, rows: np.ndarray) -> _Texts:
+        if not self.data.size or self.offsets[-1] == self.offsets[0]:
+            return _Texts.none(rows.size)
+        sizes = (self.offsets[1:] - self.offsets[:-1])[rows]
+        offsets = np.zeros(rows.size + 1, np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        starts = self.offsets[rows]
+        picked = np.repeat(starts - offsets[:-1], sizes) + np.arange(int(offsets[-1]), dtype=np.int64)
+        return _Texts(self.data[picked], offsets)
+
+
+def _member(name: str) -> str:
+    return json.dumps(name, ensure_ascii=False) + ": "
+
+
+def _json(values: pa.Array) -> pa.Array:
+    return pc.fill_null(json_values(values), text("null"))
+
+
+class LineWriter:
+    """``annotated``, ``deduped`` and ``duplicates`` in JSON Lines from the lines of ``path`` (the
+    byte ranges ``spans``, one per row, each a JSON object), as :func:`~neardup.outputs.write_outputs`
+    would write them from the parsed rows but with each record's own text. ``ids`` is every row's
+    id; ``generated`` puts it first in each record, as ``id_column`` (a generated ``row_id``)."""
+
+    def __init__(
+        self,
+        path: Path,
+        spans: np.ndarray,
+        ids: pa.Array,
+        clusters: Clusters,
+        id_column: str,
+        generated: bool,
+    ) -> None:
+        self.path = path
+        self.spans = spans
+        self.ids = ids
+        self.clusters = clusters
+        self.id_column = id_column
+        self.generated = generated
+
+    def write(self, target: OutputDir, progress: Callable[[str, int, int], None] | None = None) -> None:
+        """Write the three tables into ``target``, calling ``progress("write", rows_done, rows)``
+        after each piece. Raises :class:`~neardup.errors.InputError` if a line is no longer a JSON
+        object (the file changed)."""
+        report = progress or (lambda stage, done, total: None)
+        rows = self.spans.shape[0]
+        writers = {name: target.open_table(name, "jsonl", pa.schema([])) for name in _NAMES}
+        report("write", 0, rows)
+        with open(self.path, "rb", buffering=0) as fh, ThreadPoolExecutor(max_workers=1) as pool:
+            writing: Future[None] | None = None
+            done = 0
+            for lo, hi in self._pieces():
+                outputs = self._piece(fh.fileno(), lo, hi)
+                if writing is not None:
+                    writing.result()
+                writing = pool.submit(_write_all, writers, outputs)
+                done = hi
+                report("write", done, rows)
+            if writing is not None:
+                writing.result()
+
+    def _pieces(self) -> Iterator[tuple[int, int]]:
+        starts = self.spans[:, 0]
+        rows = starts.size
+        lo = 0
+        while lo < rows:
+            hi = int(np.searchsorted(starts, starts[lo] + PIECE_BYTES, side="left"))
+            hi = max(lo + 1, min(hi, rows))
+            yield lo, hi
+            lo = hi
+
+    def _piece(self, fd: int, lo: int, hi: int) -> dict[str, tuple[np.ndarray, int]]:
+        """The three tables' text for rows ``lo:hi``, and the rows each holds."""
+        spans = self.spans[lo:hi]
+        base = int(spans[0, 0])
+        size = int(spans[-1, 1]) - base
+        buf = np.empty(size, np.uint8)
+        got = os.preadv(fd, [buf.data], base)
+        if got != size:
+            raise self._changed()
+        starts = spans[:, 0] - base
+        ends = spans[:, 1] - base
+        cl = self.clusters
+        cluster = cl.cluster[lo:hi]
+        keep = cl.keep[lo:hi]
+        reps = _json(self.ids.take(pa.array(cl.representative[lo:hi], pa.int64())))
+        prefix = (
+            _Texts.joined(text(_member(self.id_column)), _json(self.ids.slice(lo, hi - lo)))
+            if self.generated
+            else _Texts.none(hi - lo)
+        )
+        annotations = _Texts.joined(
+            text(_member("cluster_id")),
+            _json(pa.array(cluster, pa.int64(), mask=cluster < 0)),
+            text(", " + _member("representative")),
+            reps,
+            text(", " + _member("is_duplicate")),
+            _json(pa.array(~keep)),
+        )
+        kept = np.flatnonzero(keep)
+        dup = np.flatnonzero(~keep)
+        duplicate_of = _Texts.joined(
+            text(_member("duplicate_of")),
+            reps.take(pa.array(dup, pa.int64())),
+            text(", " + _member("cluster_id")),
+            _json(pa.array(cluster[dup], pa.int64())),
+        )
+        jobs = {
+            "annotated": (starts, ends, prefix, annotations),
+            "deduped": (starts[kept], ends[kept], prefix.take(kept), _Texts.none(kept.size)),
+            "duplicates": (starts[dup], ends[dup], prefix.take(dup), duplicate_of),
+        }
+        outputs: dict[str, tuple[np.ndarray, int]] = {}
+
+        def splice(name: str) -> None:
+            s, e, pre, suf = jobs[name]
+            bound = int((e - s).sum()) + 5 * s.size + int(pre.offsets[-1]) + int(suf.offsets[-1])
+            out = np.empty(bound, np.uint8)
+            written = splice_lines(buf, s, e, pre.data, pre.offsets, suf.data, suf.offsets, out)
+            if written < 0:
+                raise self._changed()
+            outputs[name] = (out[:written], s.size)
+
+        def kept_and_removed() -> None:
+            splice("deduped")
+            splice("duplicates")
+
+        if threads() > 1:  # about as many bytes as annotated, side by side with it
+            with ThreadPoolExecutor(max_workers=1) as helper:
+                other = helper.submit(kept_and_removed)
+                splice("annotated")
+                other.result()
+        else:
+            splice("annotated")
+            kept_and_removed()
+        return outputs
+
+    def _changed(self) -> InputError:
+        return InputError("the file changed while it was being read; run again", path=self.path)
+
+
+def _write_all(writers: dict[str, TableWriter], outputs: dict[str, tuple[np.ndarray, int]]) -> None:
+    for name in _NAMES:
+        data, rows = outputs[name]
+        writers[name].write_lines(data, rows)
