@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from neardup.errors import ConfigError, OutputError
 from neardup.io._jsontext import json_default, json_values, string_data, text
+from neardup.io.page_cache import WriteBehind
 
 OUTPUT_FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
 
@@ -129,6 +130,7 @@ class TableWriter:
                 self._writer = pq.ParquetWriter(str(path), schema)
             else:
                 self._fh = open(path, "wb")  # noqa: SIM115 (closed in close())
+        self._behind = WriteBehind(path)  # the pages written go back as the file grows
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -149,6 +151,7 @@ class TableWriter:
                 self._writer.write_table(table)
             elif self._fh is not None:
                 _append_jsonl(self._fh, table, formatted)
+        self._behind.wrote()
         self.rows += table.num_rows
 
     def write_lines(self, data: Any, rows: int) -> None:
@@ -158,6 +161,7 @@ class TableWriter:
             raise ValueError(f"JSON Lines text cannot be written as {self.fmt}")
         with self._errors():
             self._fh.write(data)
+        self._behind.wrote()
         self.rows += rows
 
     def close(self) -> None:
@@ -168,6 +172,7 @@ class TableWriter:
             if self._fh is not None:
                 self._fh.close()
                 self._fh = None
+        self._behind.close()
 
     def __enter__(self) -> TableWriter:
         return self

@@ -1,0 +1,70 @@
+"""An output file's pages handed back to the system as it grows, rather than left in its page cache.
+
+A run writes its outputs once and never reads them: 0.5 GB for 100,000 documents of ~300 words,
+5 GB for a million. Left in the page cache, every page written takes a fresh page of memory, which
+costs more than the copy into it where a virtual machine's memory is mapped on first touch (4 GiB
+took 9-11 s on the benchmark machine, against 1.1 s into pages just freed and 1.9-2.0 s written
+behind as here), and it pushes out pages worth keeping, such as the input's.
+
+:class:`WriteBehind` asks the kernel to start writing each window of the file to disk once it is
+written (``posix_fadvise(DONTNEED)`` on dirty pages starts their writeback without waiting for
+it) and, a few windows later, to drop those pages once they are clean (the same call on clean
+pages frees them), so the file reuses a few windows' worth of pages. Nothing waits for the disk:
+a page still being written is simply not dropped yet. Where ``posix_fadvise`` is missing (not
+Linux), it does nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+WINDOW = 8 << 20
+"""Bytes per window: writeback starts once a window is complete."""
+BEHIND = 2
+"""Windows between the start of a window's writeback and the request to drop its pages."""
+
+
+class WriteBehind:
+    """Writeback and release of ``path``'s pages as it grows; call :meth:`wrote` after each write
+    and :meth:`close` at the end (which starts the rest's writeback)."""
+
+    def __init__(self, path: Path) -> None:
+        self._fd: int | None = None
+        self._started = 0  # bytes whose writeback has been asked for
+        self._dropped = 0  # bytes whose pages have been asked to go
+        if hasattr(os, "posix_fadvise"):
+            try:
+                self._fd = os.open(path, os.O_RDONLY)
+            except OSError:
+                self._fd = None
+
+    def wrote(self) -> None:
+        """The file has grown: start the writeback of its complete windows, and drop the pages of
+        those ``BEHIND`` windows back."""
+        if self._fd is None:
+            return
+        size = os.fstat(self._fd).st_size
+        while size - self._started >= WINDOW:
+            self._advise(self._started, WINDOW)
+            self._started += WINDOW
+            if self._started - self._dropped > BEHIND * WINDOW:
+                self._advise(self._dropped, WINDOW)
+                self._dropped += WINDOW
+
+    def close(self) -> None:
+        """Start the writeback of what is left, and drop what is clean."""
+        if self._fd is None:
+            return
+        self._advise(self._dropped, 0)  # 0: to the end of the file
+        os.close(self._fd)
+        self._fd = None
+
+    def _advise(self, offset: int, length: int) -> None:
+        if self._fd is None:
+            return
+        try:
+            os.posix_fadvise(self._fd, offset, length, os.POSIX_FADV_DONTNEED)
+        except OSError:  # a file system without it: the pages stay, as they would have
+            os.close(self._fd)
+            self._fd = None
