@@ -27,6 +27,7 @@ from rich.table import Table
 from neardup import __version__, interrupts
 from neardup.config import KEEP_POLICIES, DedupConfig, KeepPolicy, ShingleMode
 from neardup.core.jit import set_up_in_background, threads
+from neardup.core.malloc_arenas import share_one_arena
 from neardup.core.params import lsh_shape, s_curve
 from neardup.core.text import TextBatch
 from neardup.engines.plan import MIN_MEMORY_LIMIT, default_memory_limit
@@ -1423,10 +1424,12 @@ def run() -> NoReturn:
 
     The command never uses pandas, but pyarrow imports it (where installed) at the first
     conversion to numpy, to look for pandas types: 0.37 s and 40 MB. :class:`_WithoutPandas`
-    hides it from this process, and pyarrow goes on as where pandas is not installed.
+    hides it from this process, and pyarrow goes on as where pandas is not installed. Its threads
+    share one malloc arena (:mod:`neardup.core.malloc_arenas`).
     """
     if "pandas" not in sys.modules:
         sys.meta_path.insert(0, _WithoutPandas())
+    share_one_arena()  # before any thread starts
     try:
         main()
         code: object = 0

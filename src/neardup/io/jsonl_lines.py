@@ -29,7 +29,7 @@ from neardup.errors import InputError
 from neardup.io._jsontext import json_values, text
 from neardup.io.writers import OutputDir, TableWriter
 
-PIECE_BYTES = 8 << 20
+PIECE_BYTES = 2 << 20
 """Input bytes per piece (or one line, if longer): a piece, and its three outputs, are held at once."""
 _NAMES = ("annotated", "deduped", "duplicates")
 

@@ -36,7 +36,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
-import pyarrow.parquet as pq
 
 from neardup.errors import InputError, OutputError
 from neardup.io._common import (
@@ -46,6 +45,7 @@ from neardup.io._common import (
     WholeReadNeededError,
     is_text_type,
     json_text,
+    parquet_module,
 )
 from neardup.io.csv import _record_lines as _csv_lines
 from neardup.io.csv import read_blocks as csv_blocks
@@ -333,7 +333,7 @@ class CorpusStream:
             return
         text = self.text_column
         try:
-            reader = pq.ParquetFile(piece.data, pre_buffer=False, buffer_size=_PARQUET_BUFFER)
+            reader = parquet_module().ParquetFile(piece.data, pre_buffer=False, buffer_size=_PARQUET_BUFFER)
             batches = reader.iter_batches(
                 batch_size=_rows_per_batch(piece.row_bytes, self._batch_bytes), columns=columns
             )
@@ -487,7 +487,7 @@ def scan(
 
 def _parquet_piece(group: int, path: Path, options: ReadOptions) -> _Piece:
     try:
-        with pq.ParquetFile(path) as reader:
+        with parquet_module().ParquetFile(path) as reader:
             schema = reader.schema_arrow
             meta = reader.metadata
             rows = meta.num_rows

@@ -15,9 +15,9 @@ from typing import IO, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
-import pyarrow.parquet as pq
 
 from neardup.errors import ConfigError, OutputError
+from neardup.io._common import parquet_module
 from neardup.io._jsontext import json_default, json_values, string_data, text
 from neardup.io.page_cache import WriteBehind
 
@@ -49,7 +49,7 @@ def write_table(table: pa.Table, path: Path, fmt: str) -> None:
         elif fmt == "jsonl":
             _write_jsonl(table, path)
         else:
-            pq.write_table(table, str(path))
+            parquet_module().write_table(table, str(path))
     except OSError as exc:
         raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from exc
 
@@ -127,7 +127,7 @@ class TableWriter:
             if fmt == "csv":
                 self._writer = pcsv.CSVWriter(str(path), _flat(schema.empty_table()).schema)
             elif fmt == "parquet":
-                self._writer = pq.ParquetWriter(str(path), schema)
+                self._writer = parquet_module().ParquetWriter(str(path), schema)
             else:
                 self._fh = open(path, "wb")  # noqa: SIM115 (closed in close())
         self._behind = WriteBehind(path)  # the pages written go back as the file grows
