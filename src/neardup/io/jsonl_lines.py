@@ -24,10 +24,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from neardup.core.clusters import Clusters
-from neardup.core.jit import kernel, threads
+from neardup.core.jit import in_threads, kernel, threads
 from neardup.errors import InputError
-from neardup.io._jsontext import json_values, text
-from neardup.io.writers import OutputDir, TableWriter
+from neardup.io._jsontext import text
+from neardup.io.writers import OutputDir, TableWriter, value_texts
 
 PIECE_BYTES = 2 << 20
 """Input bytes per piece (or one line, if longer): a piece, and its three outputs, are held at once."""
@@ -105,7 +105,7 @@ class _Texts:
     @classmethod
     def joined(cls, *parts: pa.Array | pa.Scalar) -> _Texts:
         """The element-wise concatenation of ``parts`` (large-string arrays and scalars)."""
-        joined = pc.binary_join_element_wise(*parts, text(""))
+        joined = pc.binary_join_element_wise(*parts, text("")).cast(pa.large_string())
         _, offsets_buf, data_buf = joined.buffers()
         offsets = np.frombuffer(offsets_buf, np.int64)[joined.offset : joined.offset + len(joined) + 1]
         data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(1, np.uint8)
@@ -124,10 +124,6 @@ class _Texts:
 
 def _member(name: str) -> str:
     return json.dumps(name, ensure_ascii=False) + ": "
-
-
-def _json(values: pa.Array) -> pa.Array:
-    return pc.fill_null(json_values(values), text("null"))
 
 
 class LineWriter:
@@ -197,19 +193,19 @@ class LineWriter:
         cl = self.clusters
         cluster = cl.cluster[lo:hi]
         keep = cl.keep[lo:hi]
-        reps = _json(self.ids.take(pa.array(cl.representative[lo:hi], pa.int64())))
+        reps = value_texts(self.ids.take(pa.array(cl.representative[lo:hi], pa.int64())))
         prefix = (
-            _Texts.joined(text(_member(self.id_column)), _json(self.ids.slice(lo, hi - lo)))
+            _Texts.joined(text(_member(self.id_column)), value_texts(self.ids.slice(lo, hi - lo)))
             if self.generated
             else _Texts.none(hi - lo)
         )
         annotations = _Texts.joined(
             text(_member("cluster_id")),
-            _json(pa.array(cluster, pa.int64(), mask=cluster < 0)),
+            value_texts(pa.array(cluster, pa.int64(), mask=cluster < 0)),
             text(", " + _member("representative")),
             reps,
             text(", " + _member("is_duplicate")),
-            _json(pa.array(~keep)),
+            value_texts(pa.array(~keep)),
         )
         kept = np.flatnonzero(keep)
         dup = np.flatnonzero(~keep)
@@ -217,7 +213,7 @@ class LineWriter:
             text(_member("duplicate_of")),
             reps.take(pa.array(dup, pa.int64())),
             text(", " + _member("cluster_id")),
-            _json(pa.array(cluster[dup], pa.int64())),
+            value_texts(pa.array(cluster[dup], pa.int64())),
         )
         jobs = {
             "annotated": (starts, ends, prefix, annotations),
@@ -235,18 +231,15 @@ class LineWriter:
                 raise self._changed()
             outputs[name] = (out[:written], s.size)
 
-        def kept_and_removed() -> None:
-            splice("deduped")
-            splice("duplicates")
+        def part(k: int) -> None:  # annotated, and the other two (about as many bytes) beside it
+            for name in _NAMES[:1] if k == 0 else _NAMES[1:]:
+                splice(name)
 
-        if threads() > 1:  # about as many bytes as annotated, side by side with it
-            with ThreadPoolExecutor(max_workers=1) as helper:
-                other = helper.submit(kept_and_removed)
-                splice("annotated")
-                other.result()
+        if threads() > 1:
+            in_threads(part, 2)
         else:
-            splice("annotated")
-            kept_and_removed()
+            part(0)
+            part(1)
         return outputs
 
     def _changed(self) -> InputError:

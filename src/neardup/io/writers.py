@@ -73,13 +73,13 @@ def json_texts(table: pa.Table) -> pa.Table:
     """``table`` with each column as its values' JSON text (``null`` for a null): what the JSON
     Lines writer prints, made once for tables written more than once (see ``TableWriter.write``)."""
     columns = [
-        pa.chunked_array([_json_text(chunk) for chunk in column.chunks], pa.large_string())
+        pa.chunked_array([value_texts(chunk) for chunk in column.chunks], pa.large_string())
         for column in table.columns
     ]
     return pa.table(columns, names=table.column_names)
 
 
-def _json_text(values: pa.Array) -> pa.Array:
+def value_texts(values: pa.Array) -> pa.Array:
     """Each value as JSON text, ``null`` for a null: as a JSON Lines row prints it."""
     return pc.fill_null(json_values(values), text("null"))
 
@@ -95,7 +95,7 @@ def _append_jsonl(fh: IO[bytes], table: pa.Table, formatted: Collection[str] = (
         for i, key in enumerate(keys):
             parts.append(text(("{" if i == 0 else ", ") + key))
             column = batch.column(i)
-            parts.append(column if done[i] else _json_text(column))
+            parts.append(column if done[i] else value_texts(column))
         parts.append(text("}\n"))
         fh.write(string_data(pc.binary_join_element_wise(*parts, text(""))))
 
