@@ -440,8 +440,10 @@ def test_output_pieces_gathered_from_a_readers_batches_are_one_chunk_a_column() 
 
 @pytest.mark.parametrize("change", ["a new field", "a type change"])
 def test_a_column_that_changes_after_the_first_block_streams_with_the_same_outputs(
-    tmp_path: Path, change: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
 ) -> None:
+    """...where the outputs need every column (CSV here); JSON Lines outputs, the file's own
+    lines, never parse the other fields, and stay in passes."""
     rows = records(1600, seed=12)  # about 2.4 MB: row 1201 is well past the first 1 MiB block
     if change == "a new field":
         rows[1201]["brand_new"] = 5
@@ -451,10 +453,54 @@ def test_a_column_that_changes_after_the_first_block_streams_with_the_same_outpu
     with pytest.raises(WholeReadNeededError):
         for _ in JsonlPasses(path, ReadOptions(id_column="id")).first_pass():
             pass
-    args = ["--id-column", "id"]
-    whole = run("dedup", path, "-o", tmp_path / "whole", "-q", *args)
-    assert whole.exit_code == 0, whole.output
+    narrow = JsonlPasses(path, ReadOptions(id_column="id"), all_columns=False)
+    assert sum(t.num_rows for t in narrow.first_pass()) == 1600
     limit = in_memory_estimate([path]) - 1
-    fallback = run("dedup", path, "-o", tmp_path / "out", "-q", "--memory-limit", limit, *args)
-    assert fallback.exit_code == 0, fallback.output
-    assert assert_same_outputs(tmp_path / "out", tmp_path / "whole")["engine"]["mode"] == "streaming"
+    for fmt, mode in (("csv", "streaming"), ("jsonl", "passes")):
+        args = ["--id-column", "id", "--output-format", fmt]
+        whole = whole_run(monkeypatch, "dedup", path, "-o", tmp_path / f"whole-{fmt}", "-q", *args)
+        assert whole.exit_code == 0, whole.output
+        out = tmp_path / f"out-{fmt}"
+        done = run("dedup", path, "-o", out, "-q", "--memory-limit", limit, *args)
+        assert done.exit_code == 0, done.output
+        # in JSON Lines the rows are the input's lines, whose score changes type (unreadable to pyarrow)
+        checks = (
+            {"parsed_only" if change == "a new field" else "unread": ROW_TABLES} if fmt == "jsonl" else {}
+        )
+        assert assert_same_outputs(out, tmp_path / f"whole-{fmt}", **checks)["engine"]["mode"] == mode
+    assert_rows_are_the_input_lines(
+        tmp_path / "out-jsonl", tmp_path / "whole-jsonl", path, generated_ids=False
+    )
+
+
+@pytest.mark.parametrize("where", ["text", "another field"])
+def test_bad_utf8_anywhere_sends_a_file_written_as_its_lines_to_the_whole_file_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    import neardup.io.jsonl_passes as passes_module
+
+    lines = [
+        json.dumps({"id": i, "text": f"caf\u00e9 number {i}", "note": "\u00fc" * (i % 5)}, ensure_ascii=False)
+        for i in range(300)
+    ]
+    good = "".join(line + "\n" for line in lines).encode()
+    monkeypatch.setattr(passes_module, "SCAN_BYTES", 13)  # characters and lines across buffer edges
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(good)
+    assert JsonlPasses(path, ReadOptions(id_column="id"), all_columns=False).rows == 300
+    bad = good.replace(b'"text": "caf\xc3\xa9 number 7"', b'"text": "caf\xff number 7"', 1)
+    if where == "another field":
+        bad = good.replace(
+            b'"id": 8, "text": "caf\xc3\xa9 number 8", "note": "\xc3\xbc\xc3\xbc\xc3\xbc"',
+            b'"id": 8, "text": "caf\xc3\xa9 number 8", "note": "\xc3\xbc\xbc\xc3\xbc"',
+            1,
+        )
+    assert bad != good
+    path.write_bytes(bad)
+    with pytest.raises(WholeReadNeededError, match="UTF-8"):
+        JsonlPasses(path, ReadOptions(id_column="id"), all_columns=False)
+    monkeypatch.undo()
+    done = run("dedup", path, "-o", tmp_path / "out", "--id-column", "id")  # read whole, which reports it
+    assert done.exit_code == 1
+    assert f"in.jsonl:{8 if where == 'text' else 9}: invalid UTF-8" in done.stderr
+    assert not (tmp_path / "out").exists()

@@ -411,7 +411,7 @@ def _dedup_in_a_mode(
     # its rows are copied from its lines, which is as fast as writing parsed rows, in less memory.
     lines_out = output_format in (None, "jsonl") and against is None and not demo
     if work_dir is None and (streaming or lines_out):
-        passes = _passes(inputs, options, memory_limit, config.minhash.num_perm)
+        passes = _passes(inputs, options, memory_limit, config.minhash.num_perm, lines_out=lines_out)
     if passes is not None:
         try:
             summary = _dedup_in_passes(
@@ -671,15 +671,16 @@ def _print_result(summary: dict[str, Any], *, quiet: bool, as_json: bool) -> Non
 
 
 def _passes(
-    inputs: tuple[str, ...], options: ReadOptions, memory_limit: int, num_perm: int
+    inputs: tuple[str, ...], options: ReadOptions, memory_limit: int, num_perm: int, *, lines_out: bool
 ) -> JsonlPasses | None:
     """The input read in passes, when it is one JSON Lines file that reads the same that way and
-    a run that reads it so fits in ``memory_limit``."""
+    a run that reads it so fits in ``memory_limit``; with ``lines_out`` (the outputs are its own
+    lines), parsed for its text and ids alone."""
     try:
         paths = expand_inputs(list(inputs))
         if not takes(paths) or least_memory_in_passes(paths[0]) > memory_limit:
             return None  # too large before counting its lines, which reads the whole file
-        passes = JsonlPasses(paths[0], options)
+        passes = JsonlPasses(paths[0], options, all_columns=not lines_out)
     except (WholeReadNeededError, InputError, OSError):
         return None  # the streaming run reports what is wrong, if anything
     return passes if passes.memory_estimate(num_perm) <= memory_limit else None

@@ -12,9 +12,10 @@ Lines outputs (:meth:`~JsonlPasses.write_rows`), or parsed again (:meth:`~JsonlP
 
 It takes the files that read the same either way: one record per line, each line
 starting with ``{``, every record good, ids unique, the column types fixed by the first
-block (as the whole-file read fixes them when it can). For anything else it raises
-:class:`WholeReadNeededError` before anything is decided, and the file is read whole, with
-that reader's errors and skipped records. A file that changes between the passes is an
+block (as the whole-file read fixes them when it can); a run whose outputs are the file's own
+lines parses the text and id fields alone, so the other fields' types do not matter to it. For
+anything else it raises :class:`WholeReadNeededError` before anything is decided, and the file is
+read whole, with that reader's errors and skipped records. A file that changes between the passes is an
 :class:`~neardup.errors.InputError`.
 """
 
@@ -81,17 +82,19 @@ def _working(size: int) -> int:
     return min(PASSES_WORKING, PASSES_FACTOR * size)
 
 
-def record_spans(path: Path) -> np.ndarray:
+def record_spans(path: Path, *, check_utf8: bool = False) -> np.ndarray:
     """``[start, end)`` byte offsets of each non-empty line, one row per line.
 
     Raises :class:`WholeReadNeededError` unless every non-empty line starts with ``{`` (a blank
-    line of spaces, a line of anything else, or a byte-order mark need the whole-file reader).
+    line of spaces, a line of anything else, or a byte-order mark need the whole-file reader),
+    and, with ``check_utf8``, unless the whole file is valid UTF-8.
     """
     buf = np.empty(SCAN_BYTES, dtype=np.uint8)
     newlines: list[np.ndarray] = []
     firsts: list[np.ndarray] = []  # the first byte of each line, in order
     base = 0
     at_line_start = True
+    unchecked = b""  # with check_utf8: the bytes after the last newline, checked with their line
     with open(path, "rb", buffering=0) as fh:
         while size := fh.readinto(buf.data):
             view = buf[:size]
@@ -103,6 +106,15 @@ def record_spans(path: Path) -> np.ndarray:
             newlines.append(found + base)
             at_line_start = bool(view[size - 1] == 0x0A)
             base += size
+            if check_utf8:  # a newline never falls inside a character: the lines are checked whole
+                if found.size == 0:
+                    unchecked += view.tobytes()
+                    continue
+                _check_utf8(unchecked + view[: found[0]].tobytes())
+                _check_utf8(view[found[0] : found[-1]])
+                unchecked = view[found[-1] + 1 :].tobytes()
+    if check_utf8:
+        _check_utf8(unchecked)
     ends = np.concatenate([*newlines, np.array([base], dtype=np.int64)]).astype(np.int64, copy=False)
     starts = np.concatenate(([0], ends[:-1] + 1))
     first_bytes = np.concatenate(firsts) if firsts else np.zeros(0, np.uint8)
@@ -113,14 +125,30 @@ def record_spans(path: Path) -> np.ndarray:
     return spans
 
 
+def _check_utf8(data: Any) -> None:
+    """Raise :class:`WholeReadNeededError` unless ``data`` (bytes-like) is valid UTF-8 (Arrow's check)."""
+    chunk = pa.py_buffer(data)
+    offsets = pa.py_buffer(np.array([0, chunk.size], dtype=np.int64))
+    try:
+        pa.LargeStringArray.from_buffers(1, offsets, chunk).validate(full=True)
+    except pa.ArrowInvalid as exc:
+        raise WholeReadNeededError("bad UTF-8") from exc
+
+
 class JsonlPasses:
     """A JSON Lines file's rows as :func:`~neardup.io.read_corpus` reads them, read again as
     often as asked, a batch at a time. ``sources``, ``skipped``, ``family``, ``text_column``
     and ``id_column`` are what :class:`~neardup.io.Corpus` has; ``rows`` counts the records,
     ``schema`` is the yielded tables' schema; ``ids`` is every row's id after the first pass.
+
+    Without ``all_columns`` (a run whose outputs are the file's own lines, :meth:`write_rows`)
+    the passes parse the text and id fields alone: other fields may change type or first appear
+    anywhere, as they are never read, and the whole file is checked for bad UTF-8 as its lines
+    are found (the whole-file reader would report or skip the record). The yielded tables then
+    hold those columns only, and :meth:`tables` is not available.
     """
 
-    def __init__(self, path: Path, options: ReadOptions) -> None:
+    def __init__(self, path: Path, options: ReadOptions, *, all_columns: bool = True) -> None:
         self.path = path
         self.options = options
         self.sources = [str(path)]
@@ -128,9 +156,10 @@ class JsonlPasses:
         self.family = "jsonl"
         self.text_column = options.text_column
         self.id_column = options.id_column or GENERATED_ID
+        self.all_columns = all_columns
         self._stamp = _stamp(path)
         t0 = time.perf_counter()
-        self.spans = record_spans(path)
+        self.spans = record_spans(path, check_utf8=not all_columns)
         self.scan_seconds = time.perf_counter() - t0
         self.rows = int(self.spans.shape[0])
         self._longest = int((self.spans[:, 1] - self.spans[:, 0]).max(initial=0))
@@ -153,7 +182,8 @@ class JsonlPasses:
         Arrow's threads or, without ``threads``, on the reading thread alone."""
         if self._read_schema is None:
             raise RuntimeError("call first_pass() first")
-        parse = pj.ParseOptions(explicit_schema=self._read_schema, unexpected_field_behavior="infer")
+        others = "infer" if self.all_columns else "ignore"
+        parse = pj.ParseOptions(explicit_schema=self._read_schema, unexpected_field_behavior=others)
         read = pj.ReadOptions(block_size=max(REREAD_BLOCK_SIZE, self._longest + 2), use_threads=threads)
         return pj.open_json(pa.input_stream(str(self.path)), read_options=read, parse_options=parse)
 
@@ -166,7 +196,10 @@ class JsonlPasses:
             raise WholeReadNeededError(str(exc)) from exc
         if not pa.types.is_string(reader.schema.field(self.text_column).type) and not self._cast:
             raise WholeReadNeededError("the text column is not read as strings")
-        self._read_schema = reader.schema
+        read = reader.schema
+        if not self.all_columns:
+            read = pa.schema([f for f in read if f.name in (self.options.id_column, self.text_column)])
+        self._read_schema = read
         return reader
 
     def first_pass(self) -> Iterator[pa.Table]:
@@ -176,12 +209,15 @@ class JsonlPasses:
         reader = self._first_reader()
         first = read_or_fall_back(reader.read_next_batch)
         del reader  # and its blocks read ahead: the first has fixed the types, smaller ones follow
+        if first is not None and not self.all_columns:
+            first = first.select([f.name for f in self._read_schema or []])
         ids: list[pa.Array] = []
         done = 0
         rest = self._batches(skip=first.num_rows) if first is not None else iter(())
         for batch in itertools.chain([first] if first is not None else [], rest):
             table = pa.Table.from_batches([batch], schema=self._read_schema)
-            _check(table)
+            if self.all_columns:  # else the file's UTF-8 is checked, and no line is `null`
+                _check(table)
             if done + table.num_rows > self.rows:
                 raise WholeReadNeededError("more records than lines")
             shaped = self._shaped(table, done)
@@ -199,6 +235,8 @@ class JsonlPasses:
         """The rows in order again, as the first pass yielded them, parsed on the reading thread
         alone: the outputs' formatting and writing, beside it, keep the cores busy, and Arrow's
         parsing threads among them made the last pass slower."""
+        if not self.all_columns:
+            raise RuntimeError("tables() needs all_columns")
         self._unchanged()
         done = 0
         try:
