@@ -157,19 +157,18 @@ class LineWriter:
         writers = {name: target.open_table(name, "jsonl", pa.schema([])) for name in _NAMES}
         report("write", 0, rows)
         with open(self.path, "rb", buffering=0) as fh, ThreadPoolExecutor(max_workers=1) as pool:
-            writing: Future[None] | None = None
-            done = 0
+            writing: Future[None] | None = None  # the previous piece, written while this one is made
             for lo, hi in self._pieces():
                 outputs = self._piece(fh.fileno(), lo, hi)
                 if writing is not None:
                     writing.result()
                 writing = pool.submit(_write_all, writers, outputs)
-                done = hi
-                report("write", done, rows)
+                report("write", hi, rows)
             if writing is not None:
                 writing.result()
 
     def _pieces(self) -> Iterator[tuple[int, int]]:
+        """``(lo, hi)`` row ranges of about ``PIECE_BYTES`` of the file each (at least one row)."""
         starts = self.spans[:, 0]
         rows = starts.size
         lo = 0
