@@ -738,7 +738,7 @@ def _dedup_in_passes(
         t_write = time.perf_counter()
         try:
             with OutputDir(output_dir) as target:
-                if fmt == "jsonl":  # the records as the file spells them, columns spliced in
+                if not passes.all_columns:  # JSON Lines out: the records as spelled, columns spliced in
                     passes.write_rows(target, result.clusters, on_progress)
                     write_graph_tables(target, fmt, ids=passes.ids, result=result, max_items=_WRITE_ITEMS)
                 else:

@@ -111,16 +111,6 @@ class _Texts:
         data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(1, np.uint8)
         return cls(data, offsets)
 
-    def take(self, rows: np.ndarray) -> _Texts:
-        if not self.data.size or self.offsets[-1] == self.offsets[0]:
-            return _Texts.none(rows.size)
-        sizes = (self.offsets[1:] - self.offsets[:-1])[rows]
-        offsets = np.zeros(rows.size + 1, np.int64)
-        np.cumsum(sizes, out=offsets[1:])
-        starts = self.offsets[rows]
-        picked = np.repeat(starts - offsets[:-1], sizes) + np.arange(int(offsets[-1]), dtype=np.int64)
-        return _Texts(self.data[picked], offsets)
-
 
 def _member(name: str) -> str:
     return json.dumps(name, ensure_ascii=False) + ": "
@@ -193,11 +183,13 @@ class LineWriter:
         cluster = cl.cluster[lo:hi]
         keep = cl.keep[lo:hi]
         reps = value_texts(self.ids.take(pa.array(cl.representative[lo:hi], pa.int64())))
-        prefix = (
-            _Texts.joined(text(_member(self.id_column)), value_texts(self.ids.slice(lo, hi - lo)))
-            if self.generated
-            else _Texts.none(hi - lo)
-        )
+
+        def prefix(rows: np.ndarray) -> _Texts:  # the generated id first, if any, of rows lo + rows
+            if not self.generated:
+                return _Texts.none(rows.size)
+            ids = self.ids.take(pa.array(lo + rows, pa.int64()))
+            return _Texts.joined(text(_member(self.id_column)), value_texts(ids))
+
         annotations = _Texts.joined(
             text(_member("cluster_id")),
             value_texts(pa.array(cluster, pa.int64(), mask=cluster < 0)),
@@ -215,9 +207,9 @@ class LineWriter:
             value_texts(pa.array(cluster[dup], pa.int64())),
         )
         jobs = {
-            "annotated": (starts, ends, prefix, annotations),
-            "deduped": (starts[kept], ends[kept], prefix.take(kept), _Texts.none(kept.size)),
-            "duplicates": (starts[dup], ends[dup], prefix.take(dup), duplicate_of),
+            "annotated": (starts, ends, prefix(np.arange(hi - lo)), annotations),
+            "deduped": (starts[kept], ends[kept], prefix(kept), _Texts.none(kept.size)),
+            "duplicates": (starts[dup], ends[dup], prefix(dup), duplicate_of),
         }
         outputs: dict[str, tuple[np.ndarray, int]] = {}
 
