@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ast
+import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,15 +23,34 @@ TEXTS = [
 
 
 def test_all_is_sorted_and_complete() -> None:
+    """Every public name is listed, typed for checkers, and resolves to the object it names."""
     tree = ast.parse(Path(neardup.__file__).read_text())
-    imported = {
+    typed = {
         alias.asname or alias.name
-        for node in tree.body
-        if isinstance(node, ast.ImportFrom)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("neardup.")
         for alias in node.names
     }
     assert neardup.__all__ == sorted(neardup.__all__)
-    assert set(neardup.__all__) == imported | {"__version__"}
+    assert set(neardup.__all__) == typed | {"__version__"}
+    for name in neardup.__all__:
+        value = getattr(neardup, name)
+        if name != "__version__":
+            module = importlib.import_module(neardup._WHERE[name])
+            assert value is getattr(module, name)
+
+
+def test_import_and_help_load_no_numba() -> None:
+    """``import neardup`` and ``neardup --help`` stay light: numba loads at the first real use."""
+    code = (
+        "import sys, neardup, neardup.cli\n"
+        "from click.testing import CliRunner\n"
+        "assert CliRunner().invoke(neardup.cli.main, ['--help']).exit_code == 0\n"
+        "assert CliRunner().invoke(neardup.cli.main, ['--version']).exit_code == 0\n"
+        "print(sorted(m for m in ('numba', 'pyarrow', 'numpy') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
 
 
 def test_dedup_list_of_strings() -> None:

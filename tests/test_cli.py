@@ -131,14 +131,14 @@ def test_no_verify_reports_estimated_jaccard(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--threshold", "1.5"], "neardup: error: threshold must be in (0, 1], got 1.5\n"),
-        (["--threshold", "0"], "neardup: error: threshold must be in (0, 1], got 0.0\n"),
+        (["--threshold", "1.5"], "neardup: error: --threshold must be in (0, 1], got 1.5\n"),
+        (["--threshold", "0"], "neardup: error: --threshold must be in (0, 1], got 0.0\n"),
         (
             ["--bands", "7", "--rows", "3"],
-            "neardup: error: bands * rows must equal num_perm: 7 * 3 = 21, num_perm = 128\n",
+            "neardup: error: --bands * --rows must equal --num-perm: 7 * 3 = 21, --num-perm = 128\n",
         ),
-        (["--bands", "16"], "neardup: error: bands and rows must be given together\n"),
-        (["--ngram", "0"], "neardup: error: ngram must be a whole number from 1 to 64, got 0\n"),
+        (["--bands", "16"], "neardup: error: --bands and --rows must be given together\n"),
+        (["--ngram", "0"], "neardup: error: --ngram must be a whole number from 1 to 64, got 0\n"),
     ],
 )
 def test_bad_settings_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
@@ -319,7 +319,7 @@ def test_command_exit_codes_and_flushed_output(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr == f"neardup: error: {missing}: no such file or directory\n"
     done = command("dedup", "--demo", "-o", str(tmp_path / "o3"), "--threshold", "2")
-    assert (done.returncode, done.stderr) == (2, "neardup: error: threshold must be in (0, 1], got 2.0\n")
+    assert (done.returncode, done.stderr) == (2, "neardup: error: --threshold must be in (0, 1], got 2.0\n")
 
 
 def test_command_runs_without_pandas_and_the_library_keeps_it(tmp_path: Path) -> None:
@@ -370,3 +370,16 @@ def _pandas_after_a_numpy_conversion() -> bool:
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     return done.stdout.strip() == "True"
+
+
+def test_percentages_never_round_a_change_away() -> None:
+    from neardup.cli import _count, _percent
+
+    assert [_percent(31_251, 31_252), _percent(1, 3), _percent(5, 5), _percent(0, 5)] == [
+        "99.997%",
+        "33.3%",
+        "100.0%",
+        "0.0%",
+    ]
+    assert _percent(1, 10**9) == ">0.0001%"
+    assert (_count(1, "document"), _count(2_000, "document")) == ("1 document", "2,000 documents")

@@ -82,7 +82,7 @@ def test_build_add_query_remove_stats(tmp_path: Path) -> None:
 
     removed = run("index", "remove", "a", "zz", "--index", idx)
     assert removed.exit_code == 0
-    assert removed.stdout == f"Removed 1 documents from {idx} (3 left)\n"
+    assert removed.stdout == f"Removed 1 document from {idx} (3 left)\n"
     assert removed.stderr == "neardup: not in the index: zz\n"
     again = run("index", "remove", "a", "--index", idx)
     assert (again.exit_code, again.stderr) == (1, "neardup: not in the index: a\n")
@@ -108,8 +108,8 @@ def test_build_stores_its_settings_and_add_refuses_others(tmp_path: Path) -> Non
     other = run("index", "add", more, "--index", idx, "--id-column", "id", "--ngram", "2", "--seed", "7")
     assert other.exit_code == 2
     assert other.stderr == (
-        "neardup: error: the index was built with seed=42 but this config uses seed=7; "
-        "the index was built with ngram=3 but this config uses ngram=2\n"
+        "neardup: error: the index was built with --seed=42 but this config uses --seed=7; "
+        "the index was built with --ngram=3 but this config uses --ngram=2\n"
     )
     # "a" now holds the text MORE gave it
     exact = run("index", "query", "--index", idx, "--text", MORE[1]["text"], "--exact", "--json")  # type: ignore[arg-type]
@@ -189,7 +189,7 @@ def test_query_exact_needs_kept_shingles(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert result.stderr == (
         "neardup: error: exact similarity needs the documents' shingles, and this index does not keep them; "
-        "build it with keep_shingles=True (or query without exact)\n"
+        "build it with --keep-shingles (or query without exact)\n"
     )
 
 
@@ -243,7 +243,7 @@ def test_dedup_against_refuses_other_settings(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert result.stderr == (
         "neardup: error: the index was built with lowercase=True but this config uses lowercase=False; "
-        "the index was built with threshold=0.5 but this config uses threshold=0.8\n"
+        "the index was built with --threshold=0.5 but this config uses --threshold=0.8\n"
     )
     assert not out.exists()
     same = run("dedup", tmp_path / "docs.jsonl", "-o", out, "--against", idx, "--threshold", "0.5", "-q")

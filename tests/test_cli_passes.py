@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 from click.testing import CliRunner, Result
 
-import neardup.cli
+import neardup.jobs.modes
 import neardup.pipeline
 from neardup.cli import main
 from neardup.engines.streaming import in_memory_estimate
@@ -38,7 +38,7 @@ def run(*args: object) -> Result:
 def whole_run(monkeypatch: pytest.MonkeyPatch, *args: object) -> Result:
     """The run that holds the whole file in memory, for comparison."""
     with monkeypatch.context() as m:
-        m.setattr(neardup.cli, "_passes", lambda *a, **k: None)
+        m.setattr(neardup.jobs.modes, "passes_reader", lambda *a, **k: None)
         return run(*args)
 
 
@@ -106,13 +106,13 @@ def write_jsonl(path: Path, rows: list[Any], *, end: str = "\n") -> Path:
 @pytest.fixture
 def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
     """Several signature groups, verification slices and output pieces, even on a small file."""
-    monkeypatch.setattr(neardup.cli, "_PASS_ROWS", 300)
-    monkeypatch.setattr(neardup.cli, "_PASS_WRITE_ROWS", 70)
+    monkeypatch.setattr(neardup.jobs.modes, "PASS_ROWS", 300)
+    monkeypatch.setattr(neardup.jobs.modes, "PASS_WRITE_ROWS", 70)
     monkeypatch.setattr(neardup.pipeline, "GATHER_ROWS", 45)
     monkeypatch.setattr(neardup.pipeline, "VERIFY_PAIRS", 25)
     # and bounded in bytes and shingles as well, which cuts most of them before their rows
-    monkeypatch.setattr(neardup.cli, "_PASS_BYTES", 150_000)
-    monkeypatch.setattr(neardup.cli, "_PASS_WRITE_BYTES", 40_000)
+    monkeypatch.setattr(neardup.jobs.modes, "PASS_BYTES", 150_000)
+    monkeypatch.setattr(neardup.jobs.modes, "PASS_WRITE_BYTES", 40_000)
     monkeypatch.setattr(neardup.pipeline, "GATHER_SHINGLES", 4_000)
     monkeypatch.setattr(neardup.pipeline, "VERIFY_SHINGLES", 9_000)
 

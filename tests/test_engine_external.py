@@ -315,8 +315,11 @@ def test_input_that_changes_between_passes_is_an_error(tmp_path: Path) -> None:
 
 def test_bad_arguments(tmp_path: Path) -> None:
     table = _table(["a b", "a b"])
-    with pytest.raises(ConfigError, match="memory_limit must be at least 65536 bytes"):
+    with pytest.raises(ConfigError, match=r"memory_limit must be at least 64 KiB \(65536 bytes\), got 1000"):
         dedup_external(table, work_dir=tmp_path, memory_limit=1000)
+    with pytest.raises(ConfigError, match="memory_limit: not a size: 'lots'"):
+        dedup_external(table, work_dir=tmp_path, memory_limit="lots")
+    assert dedup_external(table, work_dir=tmp_path / "w", memory_limit="1MiB").memory_limit == 1 << 20
     with pytest.raises(MissingColumnError, match="no column 'body'; it has: id, text"):
         dedup_external(table, work_dir=tmp_path, text_column="body")
     with pytest.raises(InputError, match="column 'id' is int64, not text"):

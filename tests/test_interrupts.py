@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import neardup.cli
+import neardup.pipeline
 from neardup.cli import main
 from neardup.interrupts import DeferredInterrupt
 
@@ -60,7 +60,7 @@ def test_ctrl_c_in_an_in_memory_run_stops_it_at_the_next_report(
 ) -> None:
     corpus = tmp_path / "in.csv"  # held in memory (one JSON Lines file would be read in passes)
     corpus.write_text("text\n" + "".join(f"document number {i} about things\n" for i in range(50)))
-    real = neardup.cli.find_duplicates
+    real = neardup.pipeline.find_duplicates
     reached: list[str] = []
 
     def pressed_during(*args: Any, **kwargs: Any) -> Any:
@@ -68,7 +68,7 @@ def test_ctrl_c_in_an_in_memory_run_stops_it_at_the_next_report(
         reached.append("the run went on to its next progress report")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(neardup.cli, "find_duplicates", pressed_during)
+    monkeypatch.setattr(neardup.pipeline, "find_duplicates", pressed_during)
     before = signal.getsignal(signal.SIGINT)
     done = CliRunner().invoke(main, ["dedup", str(corpus), "-o", str(tmp_path / "out"), "-q"])
     assert reached

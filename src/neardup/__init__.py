@@ -4,23 +4,54 @@
 >>> result = neardup.dedup(["A cat sat on the mat.", "a cat sat on the mat!", "Dogs bark."])
 >>> result.groups()
 [[0, 1]]
+
+The names below are imported when first used, so ``import neardup`` (and ``neardup --help``)
+does not load numba.
 """
 
-from neardup.config import DedupConfig, LSHConfig, MinHashConfig, ShingleConfig, TextConfig
-from neardup.core.minhash import MinHasher, estimate_jaccard
-from neardup.core.params import candidate_probability, optimal_shape
-from neardup.core.shingles import shingle_hashes
-from neardup.core.text import normalize, tokenize
-from neardup.engines import ExternalResult, dedup_external
-from neardup.errors import ConfigError, InputError, MissingColumnError, NeardupError, OutputError
-from neardup.pipeline import DedupResult, Pairs, dedup, find_duplicates, find_duplicates_in_passes
-from neardup.similarity import exact_jaccard, signatures
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0.dev0"
+
+_WHERE = {
+    "ConfigError": "neardup.errors",
+    "DedupConfig": "neardup.config",
+    "DedupJob": "neardup.jobs",
+    "DedupResult": "neardup.pipeline",
+    "ExternalResult": "neardup.engines",
+    "InputError": "neardup.errors",
+    "LSHConfig": "neardup.config",
+    "MinHashConfig": "neardup.config",
+    "MinHasher": "neardup.core.minhash",
+    "MissingColumnError": "neardup.errors",
+    "NeardupError": "neardup.errors",
+    "OutputError": "neardup.errors",
+    "Pairs": "neardup.pipeline",
+    "ShingleConfig": "neardup.config",
+    "TextConfig": "neardup.config",
+    "candidate_probability": "neardup.core.params",
+    "dedup": "neardup.pipeline",
+    "dedup_external": "neardup.engines",
+    "estimate_jaccard": "neardup.core.minhash",
+    "exact_jaccard": "neardup.similarity",
+    "find_duplicates": "neardup.pipeline",
+    "find_duplicates_in_passes": "neardup.pipeline",
+    "normalize": "neardup.core.text",
+    "open_index": "neardup.jobs",
+    "optimal_shape": "neardup.core.params",
+    "run_dedup": "neardup.jobs",
+    "shingle_hashes": "neardup.core.shingles",
+    "signatures": "neardup.similarity",
+    "tokenize": "neardup.core.text",
+}
 
 __all__ = [
     "ConfigError",
     "DedupConfig",
+    "DedupJob",
     "DedupResult",
     "ExternalResult",
     "InputError",
@@ -42,8 +73,36 @@ __all__ = [
     "find_duplicates",
     "find_duplicates_in_passes",
     "normalize",
+    "open_index",
     "optimal_shape",
+    "run_dedup",
     "shingle_hashes",
     "signatures",
     "tokenize",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'neardup' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # imported once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:
+    from neardup.config import DedupConfig, LSHConfig, MinHashConfig, ShingleConfig, TextConfig
+    from neardup.core.minhash import MinHasher, estimate_jaccard
+    from neardup.core.params import candidate_probability, optimal_shape
+    from neardup.core.shingles import shingle_hashes
+    from neardup.core.text import normalize, tokenize
+    from neardup.engines import ExternalResult, dedup_external
+    from neardup.errors import ConfigError, InputError, MissingColumnError, NeardupError, OutputError
+    from neardup.jobs import DedupJob, open_index, run_dedup
+    from neardup.pipeline import DedupResult, Pairs, dedup, find_duplicates, find_duplicates_in_passes
+    from neardup.similarity import exact_jaccard, signatures

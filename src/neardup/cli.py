@@ -7,63 +7,59 @@ from __future__ import annotations
 
 import contextlib
 import importlib.abc
-import itertools
 import json
 import os
+import re
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
 import click
-import pyarrow as pa
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from neardup import __version__, interrupts
 from neardup.config import KEEP_POLICIES, DedupConfig, KeepPolicy, ShingleMode
-from neardup.core.jit import set_up_in_background, threads
 from neardup.core.malloc_arenas import share_one_arena
-from neardup.core.params import lsh_shape, s_curve
-from neardup.core.text import TextBatch
-from neardup.engines.plan import MIN_MEMORY_LIMIT, default_memory_limit
-from neardup.engines.source import prefetched
-from neardup.engines.streaming import WORK_DIR_NAME, StreamingRun, fits_in_memory, in_memory_estimate
-from neardup.errors import ConfigError, InputError, OutputError, StorageError
-from neardup.incremental import AgainstResult, add_kept, dedup_against
-from neardup.index import IndexSettings, LSHIndex, Storage, open_storage
-from neardup.io import (
-    OUTPUT_FORMATS,
-    Corpus,
-    OutputDir,
-    ReadOptions,
-    default_output_format,
-    expand_inputs,
-    read_corpus,
-)
-from neardup.io._common import WholeReadNeededError
-from neardup.io.jsonl_passes import JsonlPasses, least_memory_in_passes, takes
-from neardup.io.stream import CorpusStream
-from neardup.outputs import against_tables, table_pieces, write_graph_tables, write_outputs
-from neardup.pipeline import STAGES as PIPELINE_STAGES
-from neardup.pipeline import arrow_to_batch, arrow_to_batches, find_duplicates, find_duplicates_in_passes
-from neardup.sizes import format_size, parse_size
-from neardup.warm import load_kernels_and_release_compiler, start_if_cold
 
+OUTPUT_FORMATS = ("csv", "jsonl", "parquet")  # neardup.io.OUTPUT_FORMATS, kept light for --help
+WORK_DIR_NAME = ".neardup-work"  # neardup.engines.streaming.WORK_DIR_NAME
 EXIT_INPUT = 1
 EXIT_USAGE = 2
 _MAX_SKIP_LINES = 20
 _D = DedupConfig()  # the defaults shown in --help
-_WRITE_ITEMS = 1 << 20  # ids per slice of clusters / candidate_pairs / lsh_buckets
-_PASS_ROWS = 4096  # documents per signatures call in a run that reads its input in passes
-_PASS_BYTES = 16 << 20  # and at most about this many bytes of them
 _MODES = {"in-memory": "in memory", "passes": "in memory, input read in passes", "streaming": "streaming"}
-_PASS_WRITE_ROWS = 2048  # input rows per output piece there: fewer rows in flight
-_PASS_WRITE_BYTES = 8 << 20  # and at most about this many bytes of them
+
+
+def _size(n: int) -> str:
+    from neardup.sizes import format_size
+
+    return format_size(n)
+
+
+def _percent(part: int, whole: int) -> str:
+    """``part`` of ``whole`` as a percentage that never rounds a difference away: 31,251 kept of
+    31,252 is ``99.997%``, not ``100.0%``.
+
+    >>> _percent(31_251, 31_252), _percent(1, 3), _percent(5, 5), _percent(1, 10**9)
+    ('99.997%', '33.3%', '100.0%', '>0.0001%')
+    """
+    if whole <= 0:
+        return "-"
+    exact = 100 * part / whole
+    for places in range(1, 5):
+        shown = round(exact, places)
+        if (shown == 100) == (part == whole) and (shown == 0) == (part == 0):
+            return f"{exact:.{places}f}%"
+    return ">0.0001%" if part < whole / 2 else "<99.9999%"
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 document``, ``2,000 documents``."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 def _fail(message: str, code: int) -> NoReturn:
@@ -85,6 +81,8 @@ def _choose_memory_pool() -> None:
     1.8 -> 1.2 s on 100k documents, benchmarks/RESULTS.md)."""
     if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
         return
+    import pyarrow as pa
+
     with contextlib.suppress(NotImplementedError):  # no jemalloc (Windows): keep the default
         pa.set_memory_pool(pa.jemalloc_memory_pool())
 
@@ -322,6 +320,8 @@ def dedup(
     are the same. An interrupted streaming run resumes when the same command is
     run again; the work dir is removed when the run succeeds.
     """
+    from neardup.jobs import DedupJob
+
     if demo and inputs:
         _fail("give either INPUT files or --demo, not both", EXIT_USAGE)
     if not demo and not inputs:
@@ -330,7 +330,9 @@ def dedup(
         _fail("--update-index needs --against PATH|URL", EXIT_USAGE)
     if update_index and id_column is None and not demo:
         _fail(_NEED_KEYS.format(what="--update-index"), EXIT_USAGE)
-    given = _given_settings(
+    if demo and work_dir is not None:
+        _fail("--work-dir streams files; the --demo sample is read in memory", EXIT_USAGE)
+    settings = _given_settings(
         shingle=shingle,
         ngram=ngram,
         num_perm=num_perm,
@@ -343,437 +345,149 @@ def dedup(
         keep_case=keep_case,
         keep_punctuation=keep_punctuation,
     )
-    run_options: dict[str, Any] = {
-        "fp_weight": fp_weight,
-        "max_bucket_size": max_bucket_size,
-        "verify": not no_verify,
-        "keep": keep,
-        "match_empty": match_empty,
-    }
-    try:
-        config = DedupConfig.create(**given, **run_options)
-        options = ReadOptions(text_column=text_column, id_column=id_column, lines=lines, on_error=on_error)
-    except ConfigError as exc:
-        _fail(str(exc), EXIT_USAGE)
-    limit = _memory_limit(memory_limit)
+    settings.update(
+        fp_weight=fp_weight,
+        max_bucket_size=max_bucket_size,
+        verify=False if no_verify else None,
+        keep=keep,
+        match_empty=match_empty or None,
+    )
+    with _errors():
+        job = DedupJob(
+            inputs=inputs,
+            output_dir=output_dir,
+            settings=settings,
+            read=_read_options(text_column, id_column, lines, on_error),
+            demo=demo,
+            output_format=output_format,
+            against=against,
+            update_index=update_index,
+            memory_limit=memory_limit,
+            work_dir=work_dir,
+            resume=resume,
+        )
+        job.config()  # settings are checked before anything is read
+        _memory_limit(memory_limit)
     if workers is not None:
         _set_workers(workers)
-    # numba's set-up and the kernels' loading overlap reading the input; then LLVM's pages go
-    set_up_in_background(then=load_kernels_and_release_compiler)
-    if threads() > 1:
-        start_if_cold()  # a cold cache: part of the kernels compile on another core
-
-    try:
-        with interrupts.DeferredInterrupt():
-            _dedup_in_a_mode(
-                inputs,
-                demo=demo,
-                options=options,
-                config=config,
-                given=given,
-                run_options=run_options,
-                against=against,
-                update_index=update_index,
-                output_dir=output_dir,
-                output_format=output_format,
-                work_dir=work_dir,
-                memory_limit=limit,
-                resume=resume,
-                quiet=quiet,
-                as_json=as_json,
-            )
-    except KeyboardInterrupt:  # a streaming run says where its work is kept
-        _fail("interrupted", 130)
-
-
-def _dedup_in_a_mode(
-    inputs: tuple[str, ...],
-    *,
-    demo: bool,
-    options: ReadOptions,
-    config: DedupConfig,
-    given: dict[str, Any],
-    run_options: dict[str, Any],
-    against: str | None,
-    update_index: bool,
-    output_dir: Path,
-    output_format: str | None,
-    work_dir: Path | None,
-    memory_limit: int,
-    resume: bool,
-    quiet: bool,
-    as_json: bool,
-) -> None:
-    """The run in memory, in passes or streaming, whichever ``memory_limit`` and the inputs ask for."""
-    streaming = _streaming(inputs, demo=demo, work_dir=work_dir, memory_limit=memory_limit, against=against)
-    passes = None
-    # One JSON Lines file written as JSON Lines is read in passes even when it would fit in memory:
-    # its rows are copied from its lines, which is as fast as writing parsed rows, in less memory.
-    lines_out = output_format in (None, "jsonl") and against is None and not demo
-    if work_dir is None and (streaming or lines_out):
-        passes = _passes(inputs, options, memory_limit, config.minhash.num_perm, lines_out=lines_out)
-    if passes is not None:
-        try:
-            summary = _dedup_in_passes(
-                passes,
-                config=config,
-                output_dir=output_dir,
-                output_format=output_format,
-                memory_limit=memory_limit,
-                quiet=quiet,
-            )
-        except WholeReadNeededError:
-            pass  # nothing decided or written yet: the file is read whole (in memory or streamed)
-        else:
-            _print_result(summary, quiet=quiet, as_json=as_json)
-            return
-    if streaming:
-        _dedup_streaming(
-            inputs,
-            options=options,
-            config=config,
-            output_dir=output_dir,
-            output_format=output_format,
-            work_dir=work_dir or output_dir / WORK_DIR_NAME,
-            memory_limit=memory_limit,
-            resume=resume,
-            quiet=quiet,
-            as_json=as_json,
-        )
-        return
-    index: LSHIndex | None = None
-    if against is not None:
-        index = _open_index(against, create=update_index, given=given, run_options=run_options)
-        config = _with_run_options(index.settings.to_config(), run_options)
-    try:
-        _dedup(
-            inputs,
-            demo=demo,
-            options=options,
-            config=config,
-            index=index,
-            update_index=update_index,
-            output_dir=output_dir,
-            output_format=output_format,
-            memory_limit=memory_limit,
-            quiet=quiet,
-            as_json=as_json,
-        )
-    finally:
-        if index is not None:
-            index.close()
-
-
-def _memory_limit(text: str | None) -> int:
-    """The --memory-limit in bytes (the engine's default when not given); bad ones exit 2."""
-    if text is None:
-        return default_memory_limit()
-    try:
-        limit = parse_size(text)
-    except ConfigError as exc:
-        _fail(f"--memory-limit: {exc}", EXIT_USAGE)
-    if limit < MIN_MEMORY_LIMIT:
-        _fail(
-            f"--memory-limit must be at least {format_size(MIN_MEMORY_LIMIT)} ({MIN_MEMORY_LIMIT} bytes), "
-            f"got {text}",
-            EXIT_USAGE,
-        )
-    return limit
-
-
-def _streaming(
-    inputs: tuple[str, ...], *, demo: bool, work_dir: Path | None, memory_limit: int, against: str | None
-) -> bool:
-    """Whether this run streams (it does with --work-dir, or when the inputs look too large)."""
-    if demo:
-        if work_dir is not None:
-            _fail("--work-dir streams files; the --demo sample is read in memory", EXIT_USAGE)
-        return False
-    try:
-        paths = expand_inputs(list(inputs))
-    except InputError as exc:
-        _fail(str(exc), EXIT_INPUT)
-    if work_dir is None and fits_in_memory(paths, memory_limit):
-        return False
-    if against is not None:
-        why = (
-            "--work-dir streams the inputs"
-            if work_dir is not None
-            else f"the inputs (about {format_size(in_memory_estimate(paths))} in memory) exceed "
-            f"--memory-limit {format_size(memory_limit)}"
-        )
-        _fail(
-            f"--against needs the inputs in memory, but {why}; raise --memory-limit "
-            "(or deduplicate the inputs in parts against the index)",
-            EXIT_USAGE,
-        )
-    return True
-
-
-def _dedup_streaming(
-    inputs: tuple[str, ...],
-    *,
-    options: ReadOptions,
-    config: DedupConfig,
-    output_dir: Path,
-    output_format: str | None,
-    work_dir: Path,
-    memory_limit: int,
-    resume: bool,
-    quiet: bool,
-    as_json: bool,
-) -> None:
-    """The streaming run: scan, engine, outputs a batch at a time, through a work dir."""
+    _prepare_kernels(quiet)
     err = Console(stderr=True, quiet=quiet)
-    t0 = time.perf_counter()
-    if output_dir.exists() and not output_dir.is_dir():
-        _fail(f"{output_dir}: exists and is not a directory", EXIT_INPUT)
-    _print_shape(err, config)
-    try:
-        run = StreamingRun(
-            inputs, options, config, work_dir=work_dir, memory_limit=memory_limit, resume=resume
-        )
-    except ConfigError as exc:
-        _fail(str(exc), EXIT_USAGE)
-    try:
-        with run:
-            with _progress(err) as on_progress:
-                stream = run.read(on_progress)
-            _report_skipped(stream)
-            with _progress(err) as on_progress:
-                result = run.dedup(on_progress)
-                fmt = output_format or default_output_format(stream.family)
-                figures = result.summary()
-                figures["engine"].update(
-                    stages_run=["read", *result.ran], stages_resumed=run.stages_resumed()
-                )
-                summary = _summary(stream, figures, output_dir, fmt, run.seconds["read"])
-                with OutputDir(output_dir) as target:
-                    run.write(target, fmt, on_progress)
-                    summary["seconds"]["write"] = round(run.seconds["write"], 4)
-                    summary["seconds"]["total"] = round(time.perf_counter() - t0, 4)
-                    target.write_json("summary.json", summary)
-            run.remove_work_dir()
-    except KeyboardInterrupt:
-        _fail_streaming(run, "interrupted", 130)
-    except ConfigError as exc:
-        _fail_streaming(run, str(exc), EXIT_USAGE)
-    except (InputError, OutputError, OSError) as exc:
-        _fail_streaming(run, str(exc), EXIT_INPUT)
+    with _errors(), interrupts.DeferredInterrupt(), _progress(err) as on_progress:
+        summary = _run_job(job, _Events(err, on_progress))
     if as_json:
         click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
     else:
         _print_summary(Console(quiet=quiet), summary)
 
 
-def _fail_streaming(run: StreamingRun, message: str, code: int) -> NoReturn:
-    click.echo(f"neardup: error: {message}", err=True)
-    if run.owned and run.work_dir.exists():
-        click.echo(
-            f"neardup: the work so far is kept in {run.work_dir}; run the same command again to resume",
-            err=True,
-        )
-    sys.exit(code)
+def _run_job(job: Any, events: Any) -> dict[str, Any]:
+    from neardup.jobs import run_dedup
 
-
-def _dedup(
-    inputs: tuple[str, ...],
-    *,
-    demo: bool,
-    options: ReadOptions,
-    config: DedupConfig,
-    index: LSHIndex | None,
-    update_index: bool,
-    output_dir: Path,
-    output_format: str | None,
-    memory_limit: int,
-    quiet: bool,
-    as_json: bool,
-) -> None:
-    err = Console(stderr=True, quiet=quiet)
-    t0 = time.perf_counter()
-    try:
-        corpus = _load(inputs, demo, options)
-    except InputError as exc:
-        _fail(str(exc), EXIT_INPUT)
-    read_seconds = time.perf_counter() - t0
-    _print_shape(err, config)
-    _report_skipped(corpus)
-
-    fmt = output_format or default_output_format(corpus.family)
-    pa.default_memory_pool().release_unused()  # the reader's blocks
-    with _progress(err) as on_progress:
-        against: AgainstResult | None = None
-        if index is None:  # the text as read, chunk by chunk: never copied
-            texts = arrow_to_batches(corpus.table.column(corpus.text_column))
-            result = find_duplicates(texts, config, progress=on_progress, keep_signatures=False)
-            figures = result.summary()
-            t_write = time.perf_counter()
-        else:
-            _combine_text(corpus)
-            batch = arrow_to_batch(corpus.table.column(corpus.text_column))
-            try:
-                against = dedup_against(batch, index, config, progress=on_progress)
-            except ConfigError as exc:
-                _fail(str(exc), EXIT_USAGE)
-            except StorageError as exc:
-                _fail(str(exc), EXIT_INPUT)
-            figures = against.summary()
-            t_write = time.perf_counter()
-        figures["engine"] = _engine_without_work_dir("in-memory", memory_limit, figures)
-        summary = _summary(corpus, figures, output_dir, fmt, read_seconds)
-        try:
-            with OutputDir(output_dir) as target:
-                if against is None:  # a slice at a time: no whole output table is held
-                    write_outputs(
-                        target,
-                        fmt,
-                        inputs=[corpus.table],
-                        schema=corpus.table.schema,
-                        ids=corpus.table.column(corpus.id_column).combine_chunks(),
-                        result=result,
-                        max_items=_WRITE_ITEMS,
-                        progress=on_progress,
-                    )
-                else:
-                    tables = against_tables(corpus.table, corpus.id_column, against)
-                    for done, (name, table) in enumerate(tables.items()):
-                        on_progress("write", done, len(tables))
-                        target.write(name, table, fmt)
-                    on_progress("write", len(tables), len(tables))
-                if index is not None and against is not None and update_index:
-                    keys = _keys(corpus)
-                    summary["index"]["added"] = add_kept(index, batch, against, keys)
-                summary["seconds"]["write"] = round(time.perf_counter() - t_write, 4)
-                summary["seconds"]["total"] = round(time.perf_counter() - t0, 4)
-                target.write_json("summary.json", summary)
-        except (OutputError, OSError, StorageError) as exc:
-            _fail(str(exc), EXIT_INPUT)
-    _print_result(summary, quiet=quiet, as_json=as_json)
-
-
-def _engine_without_work_dir(mode: str, memory_limit: int, figures: dict[str, Any]) -> dict[str, Any]:
-    """``summary.json``'s ``engine`` for a run that keeps no work dir (in memory or in passes)."""
-    return {
-        "mode": mode,
-        "work_dir": None,
-        "memory_limit": memory_limit,
-        "stages_run": [stage for stage in PIPELINE_STAGES if stage in figures["seconds"]],
-        "stages_resumed": [],
-    }
-
-
-def _print_result(summary: dict[str, Any], *, quiet: bool, as_json: bool) -> None:
-    if as_json:
-        click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
-    else:
-        _print_summary(Console(quiet=quiet), summary)
-
-
-def _passes(
-    inputs: tuple[str, ...], options: ReadOptions, memory_limit: int, num_perm: int, *, lines_out: bool
-) -> JsonlPasses | None:
-    """The input read in passes, when it is one JSON Lines file that reads the same that way and
-    a run that reads it so fits in ``memory_limit``; with ``lines_out`` (the outputs are its own
-    lines), parsed for its text and ids alone."""
-    try:
-        paths = expand_inputs(list(inputs))
-        if not takes(paths) or least_memory_in_passes(paths[0]) > memory_limit:
-            return None  # too large before counting its lines, which reads the whole file
-        passes = JsonlPasses(paths[0], options, all_columns=not lines_out)
-    except (WholeReadNeededError, InputError, OSError):
-        return None  # the streaming run reports what is wrong, if anything
-    return passes if passes.memory_estimate(num_perm) <= memory_limit else None
-
-
-def _dedup_in_passes(
-    passes: JsonlPasses,
-    *,
-    config: DedupConfig,
-    output_dir: Path,
-    output_format: str | None,
-    memory_limit: int,
-    quiet: bool,
-) -> dict[str, Any]:
-    """The run on one JSON Lines file read in passes: the signatures from a first pass, the text
-    of the documents in candidate pairs by their lines, the outputs from a last pass (in JSON
-    Lines, the records' own lines). Raises :class:`WholeReadNeededError` (before writing
-    anything) for a file that must be read whole."""
-    err = Console(stderr=True, quiet=quiet)
-    t0 = time.perf_counter()
-    read_seconds = passes.scan_seconds  # finding the lines; parsing counts in the signatures
-    blocks = passes.first_pass()
-    first = next(blocks, None)  # the columns and the first block are checked before anything is shown
-    _print_shape(err, config)
-    text = passes.text_column
-
-    def groups() -> Iterator[list[TextBatch]]:
-        read = itertools.chain([first] if first is not None else [], blocks)
-        for table in table_pieces(read, _PASS_ROWS, _PASS_BYTES):
-            yield arrow_to_batches(table.column(text))
-            pa.default_memory_pool().release_unused()  # the blocks hashed before this group
-        pa.default_memory_pool().release_unused()
-
-    with _progress(err) as on_progress:
-        try:
-            result = find_duplicates_in_passes(
-                prefetched(groups()),  # the next group is parsed while this one is hashed
-                passes.rows,
-                lambda docs: arrow_to_batch(passes.texts(docs)),
-                config,
-                progress=on_progress,
-                keep_signatures=False,  # no output needs them
-            )
-        except InputError as exc:
-            _fail(str(exc), EXIT_INPUT)
-        except WholeReadNeededError as exc:
-            err.print(f"neardup: {passes.path} is read again, whole: {exc}", highlight=False, soft_wrap=True)
-            raise
-        if passes.ids is None or passes.schema is None:
-            raise RuntimeError("the first pass did not finish")
-        figures = result.summary()
-        figures["engine"] = _engine_without_work_dir("passes", memory_limit, figures)
-        fmt = output_format or default_output_format(passes.family)
-        summary = _summary(passes, figures, output_dir, fmt, read_seconds)
-        t_write = time.perf_counter()
-        try:
-            with OutputDir(output_dir) as target:
-                if not passes.all_columns:  # JSON Lines out: the records as spelled, columns spliced in
-                    passes.write_rows(target, result.clusters, on_progress)
-                    write_graph_tables(target, fmt, ids=passes.ids, result=result, max_items=_WRITE_ITEMS)
-                else:
-                    write_outputs(
-                        target,
-                        fmt,
-                        inputs=prefetched(table_pieces(passes.tables(), _PASS_WRITE_ROWS, _PASS_WRITE_BYTES)),
-                        schema=passes.schema,
-                        ids=passes.ids,
-                        result=result,
-                        max_items=_WRITE_ITEMS,
-                        progress=on_progress,
-                        piece_rows=_PASS_WRITE_ROWS,
-                        piece_bytes=_PASS_WRITE_BYTES,
-                    )
-                summary["seconds"]["write"] = round(time.perf_counter() - t_write, 4)
-                summary["seconds"]["total"] = round(time.perf_counter() - t0 + read_seconds, 4)
-                target.write_json("summary.json", summary)
-        except (InputError, OutputError, OSError) as exc:
-            _fail(str(exc), EXIT_INPUT)
+    summary: dict[str, Any] = run_dedup(job, events)
     return summary
 
 
-def _combine_text(corpus: Corpus) -> None:
-    """Make the text column one chunk inside the table, so the text is held once, not twice."""
-    pa.default_memory_pool().release_unused()  # the readers' blocks, before the copy
-    text = corpus.table.column(corpus.text_column)
-    if text.num_chunks > 1:
-        at = corpus.table.schema.get_field_index(corpus.text_column)
-        corpus.table = corpus.table.set_column(at, corpus.text_column, text.combine_chunks())
-    del text
-    pa.default_memory_pool().release_unused()  # the readers' and the old chunks' memory
+def _prepare_kernels(quiet: bool) -> None:
+    """numba's set-up and the kernels' loading overlap reading the input; then LLVM's pages go.
+    A cold cache compiles part of the kernels on another core, and says so once."""
+    from neardup.core.jit import set_up_in_background, threads
+    from neardup.warm import cache_is_cold, load_kernels_and_release_compiler, start_if_cold
+
+    set_up_in_background(then=load_kernels_and_release_compiler)
+    if threads() > 1:
+        start_if_cold()  # part of the kernels compile on another core
+    if not quiet and cache_is_cold():
+        click.echo("neardup: compiling kernels (first run only; later runs load them)", err=True)
+
+
+class _Events:
+    """The run's events drawn on standard error: the shape line, progress bars, skipped records."""
+
+    def __init__(self, console: Console, on_progress: Any) -> None:
+        self.console = console
+        self.progress = on_progress
+
+    def shape(self, config: DedupConfig) -> None:
+        _print_shape(self.console, config)
+
+    def skipped(self, problems: Any) -> None:
+        _report_skipped(problems)
+
+    def note(self, message: str) -> None:
+        self.console.print(f"neardup: {message}", highlight=False, soft_wrap=True, markup=False)
+
+
+def _read_options(text_column: str, id_column: str | None, lines: bool, on_error: str) -> Any:
+    from neardup.io import ReadOptions
+
+    return ReadOptions(text_column=text_column, id_column=id_column, lines=lines, on_error=on_error)  # type: ignore[arg-type]
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """neardup's errors as messages and exit codes: settings 2, inputs, outputs and indexes 1;
+    an interrupt 130. Notes on the error (where a streamed run's work is kept) follow it."""
+    from neardup.errors import ConfigError, InputError, OutputError, StorageError
+    from neardup.index.opening import IndexExistsError, IndexNotFoundError
+
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        _fail_with_notes("interrupted", 130, exc)
+    except IndexNotFoundError as exc:
+        _fail(f"{exc}; create one with: neardup index build CORPUS... --index {exc.url}", EXIT_INPUT)
+    except IndexExistsError as exc:
+        _fail(f"{exc}; add to it with neardup index add, or pass --replace to build it anew", EXIT_INPUT)
+    except ConfigError as exc:
+        _fail_with_notes(_flag_names(str(exc)), EXIT_USAGE, exc)
+    except (InputError, OutputError, StorageError, OSError) as exc:
+        _fail_with_notes(str(exc), EXIT_INPUT, exc)
+
+
+def _fail_with_notes(message: str, code: int, exc: BaseException) -> NoReturn:
+    click.echo(f"neardup: error: {message}", err=True)
+    for note in getattr(exc, "__notes__", ()):
+        click.echo(f"neardup: {note}", err=True)
+    sys.exit(code)
+
+
+_FLAGS = {
+    "keep_shingles=True": "--keep-shingles",
+    "update_index": "--update-index",
+    "memory_limit": "--memory-limit",
+    "work_dir": "--work-dir",
+    "against needs": "--against needs",
+    "id_column": "--id-column",
+    "text_column": "--text-column",
+    "on_error": "--on-error",
+    "num_perm": "--num-perm",
+    "fp_weight": "--fp-weight",
+    "max_bucket_size": "--max-bucket-size",
+    "top_k": "--top-k",
+    "ngram": "--ngram",
+    "threshold": "--threshold",
+    "bands": "--bands",
+    "rows": "--rows",
+    "seed": "--seed",
+}
+_FLAG_WORDS = re.compile(r"(?<![\w-])(" + "|".join(re.escape(k) for k in _FLAGS) + r")(?![\w-])")
+
+
+def _flag_names(message: str) -> str:
+    """A library message about settings with the command's flags in place of keyword names."""
+    return _FLAG_WORDS.sub(lambda m: _FLAGS[m.group(1)], message)
+
+
+def _memory_limit(text: str | None) -> int:
+    """The --memory-limit in bytes (the engine's default when not given); bad ones raise ConfigError."""
+    from neardup.sizes import memory_limit_bytes
+
+    return memory_limit_bytes(text)
 
 
 def _print_shape(console: Console, config: DedupConfig) -> None:
+    from neardup.core.params import lsh_shape, s_curve
+
     b, r = lsh_shape(config.lsh, config.minhash)
     curve = s_curve(config.lsh.threshold, b, r)
     console.print(
@@ -786,13 +500,12 @@ def _print_shape(console: Console, config: DedupConfig) -> None:
     )
 
 
-def _report_skipped(corpus: Corpus | CorpusStream) -> None:
-    for problem in corpus.skipped[:_MAX_SKIP_LINES]:
+def _report_skipped(skipped: Any) -> None:
+    for problem in skipped[:_MAX_SKIP_LINES]:
         click.echo(f"neardup: skipped: {problem}", err=True)
-    if len(corpus.skipped) > _MAX_SKIP_LINES:
+    if len(skipped) > _MAX_SKIP_LINES:
         click.echo(
-            f"neardup: skipped {len(corpus.skipped) - _MAX_SKIP_LINES} more records "
-            "(all listed in summary.json)",
+            f"neardup: skipped {len(skipped) - _MAX_SKIP_LINES} more records (all listed in summary.json)",
             err=True,
         )
 
@@ -801,43 +514,6 @@ def _set_workers(workers: int) -> None:
     import numba
 
     numba.set_num_threads(min(workers, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
-
-
-def _load(inputs: tuple[str, ...], demo: bool, options: ReadOptions) -> Corpus:
-    if demo:
-        from neardup.demo import demo_table
-
-        return Corpus(
-            table=demo_table(),
-            text_column="text",
-            id_column="id",
-            sources=["<demo>"],
-            skipped=[],
-            family="csv",
-        )
-    return read_corpus(list(inputs), options)
-
-
-def _summary(
-    corpus: Corpus | CorpusStream | JsonlPasses,
-    figures: dict[str, Any],
-    output_dir: Path,
-    fmt: str,
-    read_seconds: float,
-) -> dict[str, Any]:
-    summary: dict[str, Any] = {
-        "neardup_version": __version__,
-        "inputs": corpus.sources,
-        "output_dir": str(output_dir),
-        "output_format": fmt,
-        "text_column": corpus.text_column,
-        "id_column": corpus.id_column,
-        "skipped_records": len(corpus.skipped),
-        "skipped": [str(e) for e in corpus.skipped],
-        **figures,
-    }
-    summary["seconds"] = {"read": round(read_seconds, 4), **figures["seconds"]}
-    return summary
 
 
 @contextmanager
@@ -868,12 +544,17 @@ def _progress(console: Console) -> Iterator[Any]:
 
     def on_progress(stage: str, done: int, total: int) -> None:
         interrupts.check()
+        if not tasks:
+            bar.start()  # at the first report: an error before it prints no empty display
         if stage not in tasks:
             tasks[stage] = bar.add_task(labels.get(stage, stage), total=max(total, 1))
         bar.update(tasks[stage], completed=done if total else 1, total=max(total, 1))
 
-    with bar:
+    try:
         yield on_progress
+    finally:
+        if tasks:
+            bar.stop()
 
 
 def _print_summary(console: Console, s: dict[str, Any]) -> None:
@@ -892,14 +573,14 @@ def _print_summary(console: Console, s: dict[str, Any]) -> None:
         ("Verified pairs", "-" if s["verified_pairs"] is None else f"{s['verified_pairs']:,}"),
         ("Clusters", f"{s['clusters']:,}"),
         ("Duplicates removed", f"{s['duplicates_removed']:,}"),
-        ("Kept", f"{s['kept_rows']:,} ({100 * s['kept_ratio']:.1f}%)"),
+        ("Kept", f"{s['kept_rows']:,} ({_percent(s['kept_rows'], s['input_rows'])})"),
         ("Seconds", f"{s['seconds']['total']:.2f}"),
         ("Output", f"{s['output_dir']} ({s['output_format']})"),
     ]
     engine = s.get("engine")
     if engine is not None:
         mode = _MODES.get(engine["mode"], engine["mode"])
-        rows.insert(-2, ("Mode", f"{mode} (memory limit {format_size(engine['memory_limit'])})"))
+        rows.insert(-2, ("Mode", f"{mode} (memory limit {_size(engine['memory_limit'])})"))
         if engine["mode"] == "streaming":
             rows.insert(-2, ("Stages resumed", ", ".join(engine["stages_resumed"]) or "none"))
             rows.append(("Work dir", f"{engine['work_dir']} (removed)"))
@@ -925,7 +606,6 @@ _NEED_KEYS = (
     "{what} needs --id-column: index keys are the id column's values, and generated row numbers "
     "would clash between runs"
 )
-_INSERT_CHUNK = 50_000
 
 
 def _given_settings(
@@ -958,116 +638,27 @@ def _given_settings(
     }
 
 
-def _merged_config(settings: IndexSettings, given: dict[str, Any]) -> DedupConfig:
-    """The index's settings overridden by those given, for checking against the index."""
-    stored: dict[str, Any] = {
-        "shingle": settings.shingle_mode,
-        "ngram": settings.ngram,
-        "num_perm": settings.num_perm,
-        "seed": settings.seed,
-        "threshold": settings.threshold,
-        "nfkc": settings.nfkc,
-        "strip_accents": settings.strip_accents,
-        "lowercase": settings.lowercase,
-        "strip_punctuation": settings.strip_punctuation,
-    }
-    merged = {k: stored.get(k) if v is None else v for k, v in given.items()}
-    # The index's shape stands unless a shape, or a signature length it cannot have, is given.
-    if given["bands"] is None and given["rows"] is None and merged["num_perm"] == settings.num_perm:
-        merged["bands"], merged["rows"] = settings.bands, settings.rows
-    return DedupConfig.create(**merged)
+def _open_index(url: str, *, given: dict[str, Any] | None = None) -> Any:
+    """The index at ``url``, its settings checked against those ``given``; errors exit."""
+    from neardup.jobs import open_index
+
+    with _errors():
+        return open_index(url, settings=given)
 
 
-def _with_run_options(config: DedupConfig, run_options: dict[str, Any]) -> DedupConfig:
-    lsh = config.lsh
-    if run_options["max_bucket_size"] is not None:
-        lsh = replace(lsh, max_bucket_size=run_options["max_bucket_size"])
-    return replace(
-        config,
-        lsh=lsh,
-        verify=run_options["verify"],
-        keep=run_options["keep"],
-        match_empty=run_options["match_empty"],
-    )
+def _read_for_index(inputs: tuple[str, ...], options: Any) -> Any:
+    from neardup.io import read_corpus
 
-
-def _local_file(url: str) -> Path | None:
-    """The file an SQLite index location names, or None for a server or memory URL."""
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return Path(url).expanduser()
-    if scheme.lower() == "sqlite" and rest:
-        return Path(rest).expanduser()
-    return None
-
-
-def _no_index(url: str) -> NoReturn:
-    _fail(f"no index at {url}; create one with: neardup index build CORPUS... --index {url}", EXIT_INPUT)
-
-
-def _open_storage(url: str, *, create: bool) -> Storage:
-    local = _local_file(url)
-    if not create and local is not None and not local.exists():
-        _no_index(url)
-    try:
-        return open_storage(url)
-    except StorageError as exc:
-        _fail(str(exc), EXIT_INPUT)
-
-
-def _open_index(
-    url: str,
-    *,
-    create: bool = False,
-    given: dict[str, Any] | None = None,
-    run_options: dict[str, Any] | None = None,
-    keep_shingles: bool | None = None,
-) -> LSHIndex:
-    """The index at ``url``, its settings checked against those ``given``; a missing index is
-    created (with ``given`` and ``run_options``) only when ``create``."""
-    storage = _open_storage(url, create=create)
-    try:
-        stored = storage.read_settings()
-        if stored is None:
-            if not create:
-                _no_index(url)
-            config = DedupConfig.create(
-                **(given or {}),
-                **{k: v for k, v in (run_options or {}).items() if k in ("fp_weight", "max_bucket_size")},
-            )
-            return LSHIndex(storage, config, keep_shingles=keep_shingles)
-        merged = None if given is None else _merged_config(IndexSettings.from_dict(stored), given)
-        return LSHIndex(storage, merged, keep_shingles=keep_shingles)
-    except ConfigError as exc:
-        storage.close()
-        _fail(str(exc), EXIT_USAGE)
-    except StorageError as exc:
-        storage.close()
-        _fail(str(exc), EXIT_INPUT)
-    except BaseException:
-        storage.close()
-        raise
-
-
-def _keys(corpus: Corpus) -> list[str]:
-    keys: list[str] = corpus.table.column(corpus.id_column).cast(pa.string()).to_pylist()
-    return keys
-
-
-def _read_for_index(inputs: tuple[str, ...], options: ReadOptions) -> Corpus:
-    try:
+    with _errors():
         corpus = read_corpus(list(inputs), options)
-    except InputError as exc:
-        _fail(str(exc), EXIT_INPUT)
-    _report_skipped(corpus)
+    _report_skipped(corpus.skipped)
     return corpus
 
 
-def _insert_corpus(index: LSHIndex, corpus: Corpus, console: Console) -> int:
-    """Insert every row, in all-or-nothing chunks; return how many."""
-    keys = _keys(corpus)
-    texts = corpus.table.column(corpus.text_column)
-    n = len(keys)
+def _insert_corpus(index: Any, corpus: Any, console: Console) -> int:
+    """Insert every row, in all-or-nothing chunks, with a progress bar; return how many."""
+    from neardup.jobs import index_corpus
+
     bar = Progress(
         TextColumn("{task.description:<20}"),
         BarColumn(),
@@ -1077,16 +668,9 @@ def _insert_corpus(index: LSHIndex, corpus: Corpus, console: Console) -> int:
         disable=console.quiet,
     )
     with bar:
-        task = bar.add_task("Indexing", total=max(n, 1))
-        for lo in range(0, n, _INSERT_CHUNK):
-            hi = min(n, lo + _INSERT_CHUNK)
-            chunk = [t or "" for t in texts.slice(lo, hi - lo).to_pylist()]
-            try:
-                index.insert_many(keys[lo:hi], chunk)
-            except StorageError as exc:
-                _fail(str(exc), EXIT_INPUT)
-            bar.update(task, completed=hi)
-    return n
+        task = bar.add_task("Indexing", total=max(corpus.table.num_rows, 1))
+        with _errors():
+            return index_corpus(index, corpus, lambda _, done, total: bar.update(task, completed=done))
 
 
 @main.group()
@@ -1149,6 +733,8 @@ def index_build(
     index takes the new settings. Every chunk of 50,000 rows is added whole or
     not at all.
     """
+    from neardup.jobs import build_index
+
     if id_column is None:
         _fail(_NEED_KEYS.format(what="index build"), EXIT_USAGE)
     given = _given_settings(
@@ -1164,37 +750,19 @@ def index_build(
         keep_case=keep_case,
         keep_punctuation=keep_punctuation,
     )
-    try:
+    with _errors():
         config = DedupConfig.create(**given, fp_weight=fp_weight)
-        options = ReadOptions(text_column=text_column, id_column=id_column, lines=lines, on_error=on_error)
-    except ConfigError as exc:
-        _fail(str(exc), EXIT_USAGE)
+        options = _read_options(text_column, id_column, lines, on_error)
     corpus = _read_for_index(inputs, options)
     err = Console(stderr=True, quiet=quiet)
-    storage = _open_storage(index_url, create=True)
-    try:
-        if storage.read_settings() is not None:
-            count = storage.count()
-            if count and not replace_existing:
-                _fail(
-                    f"{index_url} already holds an index of {count:,} documents; add to it with "
-                    "neardup index add, or pass --replace to build it anew",
-                    EXIT_INPUT,
-                )
-            if count:
-                storage.remove(list(storage.keys()))
-        settings = IndexSettings.from_config(config, keep_shingles=keep_shingles)
-        storage.write_settings(settings.to_dict())
-        idx = LSHIndex(storage)
-    except StorageError as exc:
-        storage.close()
-        _fail(str(exc), EXIT_INPUT)
+    with _errors():
+        idx = build_index(index_url, config, keep_shingles=keep_shingles, replace=replace_existing)
     _print_shape(err, config)
     with idx:
         added = _insert_corpus(idx, corpus, err)
         total = len(idx)
     if not quiet:
-        click.echo(f"Indexed {added:,} documents into {index_url} ({total:,} in the index)")
+        click.echo(f"Indexed {_count(added, 'document')} into {index_url} ({total:,} in the index)")
 
 
 @index.command("add")
@@ -1246,10 +814,8 @@ def index_add(
         keep_case=keep_case,
         keep_punctuation=keep_punctuation,
     )
-    try:
-        options = ReadOptions(text_column=text_column, id_column=id_column, lines=lines, on_error=on_error)
-    except ConfigError as exc:
-        _fail(str(exc), EXIT_USAGE)
+    with _errors():
+        options = _read_options(text_column, id_column, lines, on_error)
     with _open_index(index_url, given=given) as idx:
         corpus = _read_for_index(inputs, options)
         err = Console(stderr=True, quiet=quiet)
@@ -1258,7 +824,8 @@ def index_add(
         total = len(idx)
     if not quiet:
         click.echo(
-            f"Added {added:,} documents to {index_url} ({total - before:,} new, {total:,} in the index)"
+            f"Added {_count(added, 'document')} to {index_url} "
+            f"({total - before:,} new, {total:,} in the index)"
         )
 
 
@@ -1305,25 +872,17 @@ def index_query(
     if text is not None and query_file is not None:
         _fail("give either --text or --file, not both", EXIT_USAGE)
     if query_file is not None:
-        try:
-            options = ReadOptions(text_column=text_column, id_column=id_column, lines=lines)
-            corpus = read_corpus([query_file], options)
-        except ConfigError as exc:
-            _fail(str(exc), EXIT_USAGE)
-        except InputError as exc:
-            _fail(str(exc), EXIT_INPUT)
+        from neardup.io import read_corpus
+
+        with _errors():
+            corpus = read_corpus([query_file], _read_options(text_column, id_column, lines, "stop"))
         query_ids: list[Any] = corpus.table.column(corpus.id_column).to_pylist()
         texts = [t or "" for t in corpus.table.column(corpus.text_column).to_pylist()]
     else:
         query_ids = [0]
         texts = [text if text is not None else sys.stdin.read()]
-    with _open_index(index_url) as idx:
-        try:
-            found = idx.query_many(texts, threshold=threshold, top_k=top_k, exact=exact)
-        except ConfigError as exc:
-            _fail(str(exc), EXIT_USAGE)
-        except StorageError as exc:
-            _fail(str(exc), EXIT_INPUT)
+    with _open_index(index_url) as idx, _errors():
+        found = idx.query_many(texts, threshold=threshold, top_k=top_k, exact=exact)
     rows = [(q, m) for q, ms in zip(query_ids, found, strict=True) for m in ms]
     if as_json:
         for q, m in rows:
@@ -1352,17 +911,15 @@ def index_remove(keys: tuple[str, ...], index_url: str, quiet: bool) -> None:
     at least one key was removed, and 1 when none of the keys was in the index.
     """
     with _open_index(index_url) as idx:
-        try:
+        with _errors():
             unknown = [k for k in dict.fromkeys(keys) if k not in idx]
             removed = idx.remove_many(list(dict.fromkeys(keys)))
-        except StorageError as exc:
-            _fail(str(exc), EXIT_INPUT)
         total = len(idx)
     if unknown:
         shown = ", ".join(unknown[:_MAX_SKIP_LINES]) + (" ..." if len(unknown) > _MAX_SKIP_LINES else "")
         click.echo(f"neardup: not in the index: {shown}", err=True)
     if not quiet:
-        click.echo(f"Removed {removed:,} documents from {index_url} ({total:,} left)")
+        click.echo(f"Removed {_count(removed, 'document')} from {index_url} ({total:,} left)")
     if removed == 0:
         sys.exit(EXIT_INPUT)
 
@@ -1372,11 +929,8 @@ def index_remove(keys: tuple[str, ...], index_url: str, quiet: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def index_stats(index_url: str, as_json: bool) -> None:
     """Documents, LSH shape, settings, size on disk and backend of an index."""
-    with _open_index(index_url) as idx:
-        try:
-            stats = idx.stats()
-        except StorageError as exc:
-            _fail(str(exc), EXIT_INPUT)
+    with _open_index(index_url) as idx, _errors():
+        stats = idx.stats()
     if as_json:
         click.echo(json.dumps(stats, indent=2, ensure_ascii=False))
         return

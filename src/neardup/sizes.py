@@ -50,3 +50,31 @@ def format_size(n: int) -> str:
 _NAMES = [(f"{p}iB", 1024**i) for i, p in enumerate("KMGT", 1)] + [
     (f"{p}B", 1000**i) for i, p in enumerate("KMGT", 1)
 ]
+
+
+def memory_limit_bytes(limit: int | str | None) -> int:
+    """A memory limit in bytes from a whole number of bytes, a size string (``"6GB"``) or ``None``
+    (a quarter of physical memory); one below 64 KiB, or of another type, is a :class:`ConfigError`.
+
+    >>> memory_limit_bytes("512MiB")
+    536870912
+    """
+    from neardup.engines.plan import MIN_MEMORY_LIMIT, default_memory_limit
+
+    if limit is None:
+        return default_memory_limit()
+    if isinstance(limit, str):
+        try:
+            value = parse_size(limit)
+        except ConfigError as exc:
+            raise ConfigError(f"memory_limit: {exc}") from None
+    elif isinstance(limit, int) and not isinstance(limit, bool):
+        value = limit
+    else:
+        raise ConfigError(f"memory_limit must be a size (6GB, 512MiB) or a number of bytes, got {limit!r}")
+    if value < MIN_MEMORY_LIMIT:
+        raise ConfigError(
+            f"memory_limit must be at least {format_size(MIN_MEMORY_LIMIT)} ({MIN_MEMORY_LIMIT} bytes), "
+            f"got {limit}"
+        )
+    return value

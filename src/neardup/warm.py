@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 
-def _cache_is_cold() -> bool:
+def cache_is_cold() -> bool:
     """Whether numba's on-disk cache holds no entry of the tokeniser's kernel (so this run compiles)."""
     from neardup.core.scan import scan_part
 
@@ -39,7 +39,7 @@ def _cache_is_cold() -> bool:
 
 def start_if_cold() -> subprocess.Popen[bytes] | None:
     """Start compiling the later stages' kernels in a child process, if the cache is cold."""
-    if os.environ.get("NUMBA_DISABLE_JIT", "0") != "0" or not _cache_is_cold():
+    if os.environ.get("NUMBA_DISABLE_JIT", "0") != "0" or not cache_is_cold():
         return None
     try:
         return subprocess.Popen(
@@ -59,7 +59,7 @@ def load_kernels_and_release_compiler() -> None:
     otherwise hold about 100 MB of the run's resident memory to the end. Meant for the thread
     of numba's set-up, while the input is read. Does nothing on a cold cache (the kernels
     compile as the run reaches them); a kernel it does not foresee still loads when called."""
-    if os.environ.get("NUMBA_DISABLE_JIT", "0") != "0" or _cache_is_cold():
+    if os.environ.get("NUMBA_DISABLE_JIT", "0") != "0" or cache_is_cold():
         return
     from neardup.core import compiler_pages
     from neardup.core.minhash import MinHasher

@@ -26,10 +26,11 @@ from neardup.core.params import lsh_shape
 from neardup.engines import candidates, clusters, signatures, verify
 from neardup.engines.context import Context
 from neardup.engines.manifest import STAGES, locked, open_work_dir
-from neardup.engines.plan import Plan, default_memory_limit
+from neardup.engines.plan import Plan
 from neardup.engines.source import Source, fingerprint, table_source
 from neardup.engines.spill import PROGRESS, Journal, load, memmap, read_json
 from neardup.pipeline import DedupResult, Pairs, Progress
+from neardup.sizes import memory_limit_bytes
 
 
 @dataclass
@@ -72,13 +73,14 @@ def dedup_external(
     config: DedupConfig | None = None,
     *,
     work_dir: str | os.PathLike[str],
-    memory_limit: int | None = None,
+    memory_limit: int | str | None = None,
     text_column: str = "text",
     progress: Progress | None = None,
     resume: bool = True,
     input_identity: Mapping[str, Any] | None = None,
 ) -> ExternalResult:
-    """Find near-duplicates in a stream of Arrow batches, within ``memory_limit`` bytes.
+    """Find near-duplicates in a stream of Arrow batches, within ``memory_limit`` (bytes, or a size
+    such as ``"6GB"``).
 
     ``source()`` must return a fresh iterable of ``pyarrow.RecordBatch`` or
     ``pyarrow.Table`` with the same rows in the same order every time (it is
@@ -99,7 +101,7 @@ def dedup_external(
     cfg = config or DedupConfig()
     src = table_source(source) if isinstance(source, pa.Table) else source
     bands, _ = lsh_shape(cfg.lsh, cfg.minhash)
-    plan = Plan.for_limit(default_memory_limit() if memory_limit is None else memory_limit, cfg, bands)
+    plan = Plan.for_limit(memory_limit_bytes(memory_limit), cfg, bands)
     work = Path(work_dir)
     with locked(work):
         return _run(

@@ -1,0 +1,211 @@
+"""One dedup job, files in and a results folder out: the call behind ``neardup dedup``.
+
+:func:`run_dedup` reads a :class:`DedupJob`'s inputs, chooses where the run happens (in memory,
+one JSON Lines file read in passes, or streamed through a work dir: :func:`choose_mode`),
+decides, writes the chosen outputs into the output folder all together or not at all, and
+returns the figures of ``summary.json``. It reports through :class:`RunEvents` and raises
+neardup's error tree; it prints nothing and exits nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from neardup.config import DedupConfig
+from neardup.errors import ConfigError
+from neardup.index.opening import SIGNATURE_SETTINGS, open_index
+from neardup.io import Corpus, ReadOptions, expand_inputs, read_corpus
+from neardup.io._common import WholeReadNeededError
+from neardup.jobs import modes
+from neardup.jobs.events import RunEvents
+from neardup.jobs.modes import in_memory, in_passes, streamed
+from neardup.sizes import memory_limit_bytes
+
+__all__ = ["DedupJob", "Mode", "choose_mode", "run_dedup"]
+
+Mode = Literal["in-memory", "passes", "streaming"]
+
+_RUN_OPTIONS = ("fp_weight", "max_bucket_size", "verify", "keep", "match_empty")
+
+
+@dataclass(frozen=True)
+class DedupJob:
+    """Everything one run needs, as the user gives it.
+
+    ``settings`` are :meth:`DedupConfig.create`'s keywords as given (``None`` or absent: the
+    default, or with ``against`` the index's). ``memory_limit`` is bytes or a size string
+    (``"6GB"``, ``"512MiB"``); ``None`` is a quarter of RAM.
+    """
+
+    inputs: Sequence[str | Path] = ()
+    output_dir: Path = Path("out")
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    read: ReadOptions = field(default_factory=ReadOptions)
+    demo: bool = False
+    output_format: str | None = None
+    against: str | None = None
+    update_index: bool = False
+    memory_limit: int | str | None = None
+    work_dir: Path | None = None
+    resume: bool = True
+
+    def config(self) -> DedupConfig:
+        """The settings as a validated config (without an index's)."""
+        return DedupConfig.create(**{k: v for k, v in self.settings.items() if v is not None})
+
+
+def _checked(job: DedupJob) -> int:
+    """The job's memory limit in bytes; inconsistent arguments are a ConfigError."""
+    if job.demo and job.inputs:
+        raise ConfigError("give either inputs or demo, not both")
+    if not job.demo and not job.inputs:
+        raise ConfigError("no inputs given (demo=True runs on a built-in sample)")
+    if job.update_index and job.against is None:
+        raise ConfigError("update_index needs against (an index location)")
+    if job.update_index and job.read.id_column is None and not job.demo:
+        raise ConfigError(
+            "update_index needs id_column: index keys are the id column's values, and generated row "
+            "numbers would clash between runs"
+        )
+    if job.demo and job.work_dir is not None:
+        raise ConfigError("work_dir streams files; the demo sample is read in memory")
+    return memory_limit_bytes(job.memory_limit)
+
+
+def choose_mode(job: DedupJob) -> Mode:
+    """Where ``job`` runs: ``streaming`` with a work dir or inputs estimated past the memory limit,
+    ``passes`` for one JSON Lines file that reads the same in passes within it, else
+    ``in-memory``. Reads no more of the inputs than the passes' line scan."""
+    if job.demo:
+        return "in-memory"
+    mode = _mode(job, _expanded(job), memory_limit_bytes(job.memory_limit))
+    return "passes" if isinstance(mode, tuple) else mode
+
+
+def _lines_out(job: DedupJob) -> bool:
+    """Whether the row tables can be the input file's own lines (JSON Lines out, no index)."""
+    return job.output_format in (None, "jsonl") and job.against is None and not job.demo
+
+
+def run_dedup(job: DedupJob, events: RunEvents | None = None) -> dict[str, Any]:
+    """Run ``job`` and return its ``summary.json`` figures.
+
+    Errors: :class:`~neardup.errors.ConfigError` for settings and arguments,
+    :class:`~neardup.errors.InputError` for inputs, :class:`~neardup.errors.OutputError` for the
+    output folder, :class:`~neardup.errors.StorageError` for the index. A streamed run that fails
+    keeps its work dir (a note on the exception says where) and resumes when run again.
+
+    >>> import tempfile
+    >>> out = Path(tempfile.mkdtemp())
+    >>> summary = run_dedup(DedupJob(demo=True, output_dir=out))
+    >>> summary["engine"]["mode"], (out / "summary.json").exists()
+    ('in-memory', True)
+    """
+    events = events or RunEvents()
+    limit = _checked(job)
+    config = job.config()
+    if job.against is None:
+        paths = None if job.demo else _expanded(job)
+        mode = "in-memory" if paths is None else _mode(job, paths, limit)
+        if isinstance(mode, tuple):  # one JSON Lines file, read in passes
+            try:
+                return in_passes(mode[1], config=config, job=job, memory_limit=limit, events=events)
+            except WholeReadNeededError:
+                mode = mode[0]  # nothing decided or written yet: the file is read whole
+        if mode == "streaming":
+            return streamed(job.inputs, config=config, job=job, memory_limit=limit, events=events)
+        corpus, seconds = _load(job)
+        return in_memory(
+            corpus, config=config, job=job, memory_limit=limit, events=events, read_seconds=seconds
+        )
+    paths = None if job.demo else _expanded(job)
+    if paths is not None:
+        _refuse_streaming_against(job, paths, limit)
+    given = {k: job.settings.get(k) for k in SIGNATURE_SETTINGS}
+    create = {k: job.settings.get(k) for k in ("fp_weight", "max_bucket_size")}
+    with open_index(job.against, settings={**given, **create}, create=job.update_index) as index:
+        config = _with_run_options(index.settings.to_config(), job.settings)
+        corpus, seconds = _load(job)
+        return in_memory(
+            corpus,
+            config=config,
+            job=job,
+            memory_limit=limit,
+            events=events,
+            read_seconds=seconds,
+            index=index,
+        )
+
+
+def _expanded(job: DedupJob) -> list[Path]:
+    return expand_inputs(list(job.inputs))
+
+
+def _mode(job: DedupJob, paths: list[Path], limit: int) -> Mode | tuple[Mode, Any]:
+    """The mode, or ``(fallback, reader)`` for a run in passes."""
+    from neardup.engines.streaming import fits_in_memory
+
+    streaming = job.work_dir is not None or not fits_in_memory(paths, limit)
+    fallback: Mode = "streaming" if streaming else "in-memory"
+    if job.work_dir is None and (streaming or _lines_out(job)):
+        num_perm = job.config().minhash.num_perm
+        reader = modes.passes_reader(paths, job.read, limit, num_perm, lines_out=_lines_out(job))
+        if reader is not None:
+            return fallback, reader
+    return fallback
+
+
+def _refuse_streaming_against(job: DedupJob, paths: list[Path], limit: int) -> None:
+    from neardup.engines.streaming import fits_in_memory, in_memory_estimate
+    from neardup.sizes import format_size
+
+    if job.work_dir is None and fits_in_memory(paths, limit):
+        return
+    why = (
+        "work_dir streams the inputs"
+        if job.work_dir is not None
+        else f"the inputs (about {format_size(in_memory_estimate(paths))} in memory) exceed "
+        f"memory_limit {format_size(limit)}"
+    )
+    raise ConfigError(
+        f"against needs the inputs in memory, but {why}; raise memory_limit "
+        "(or deduplicate the inputs in parts against the index)"
+    )
+
+
+def _with_run_options(config: DedupConfig, settings: Mapping[str, Any]) -> DedupConfig:
+    """The index's config with this run's own options (those that do not change signatures)."""
+    given: dict[str, Any] = {k: settings[k] for k in _RUN_OPTIONS if settings.get(k) is not None}
+    lsh = config.lsh
+    if "max_bucket_size" in given:
+        lsh = replace(lsh, max_bucket_size=given["max_bucket_size"])
+    return replace(
+        config,
+        lsh=lsh,
+        verify=given.get("verify", True),
+        keep=given.get("keep", "first"),
+        match_empty=given.get("match_empty", False),
+    )
+
+
+def _load(job: DedupJob) -> tuple[Corpus, float]:
+    """The job's corpus and the seconds reading it took."""
+    t0 = time.perf_counter()
+    if job.demo:
+        from neardup.demo import demo_table
+
+        corpus = Corpus(
+            table=demo_table(),
+            text_column="text",
+            id_column="id",
+            sources=["<demo>"],
+            skipped=[],
+            family="csv",
+        )
+    else:
+        corpus = read_corpus(list(job.inputs), job.read)
+    return corpus, time.perf_counter() - t0

@@ -1,0 +1,231 @@
+"""The three places a dedup job runs: in memory, one JSON Lines file read in passes, streamed
+through a work dir. Each reads, decides, writes into an :class:`~neardup.io.OutputDir` and
+returns the figures of ``summary.json``."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from neardup.config import DedupConfig
+from neardup.core.text import TextBatch
+from neardup.errors import InputError, OutputError
+from neardup.io import Corpus, OutputDir, ReadOptions, default_output_format
+from neardup.io._common import WholeReadNeededError
+from neardup.io.jsonl_passes import JsonlPasses, least_memory_in_passes, takes
+from neardup.jobs.events import RunEvents
+from neardup.jobs.summary import engine_without_work_dir, summary_of
+
+if TYPE_CHECKING:
+    from neardup.index import LSHIndex
+    from neardup.jobs.dedup import DedupJob
+
+WRITE_ITEMS = 1 << 20
+"""Ids per slice of clusters / candidate_pairs / lsh_buckets."""
+PASS_ROWS = 4096
+"""Documents per signatures call in a run that reads its input in passes."""
+PASS_BYTES = 16 << 20
+"""And at most about this many bytes of them."""
+PASS_WRITE_ROWS = 2048
+"""Input rows per output piece there: fewer rows in flight."""
+PASS_WRITE_BYTES = 8 << 20
+"""And at most about this many bytes of them."""
+
+
+def in_memory(
+    corpus: Corpus,
+    *,
+    config: DedupConfig,
+    job: DedupJob,
+    memory_limit: int,
+    events: RunEvents,
+    read_seconds: float,
+    index: LSHIndex | None = None,
+) -> dict[str, Any]:
+    """The run over a corpus held in memory, read in ``read_seconds`` (against ``index`` when given)."""
+    from neardup.incremental import AgainstResult, add_kept, dedup_against
+    from neardup.outputs import against_tables, write_outputs
+    from neardup.pipeline import arrow_to_batch, arrow_to_batches, find_duplicates
+
+    t0 = time.perf_counter() - read_seconds
+    events.shape(config)
+    events.skipped(corpus.skipped)
+    fmt = job.output_format or default_output_format(corpus.family)
+    pa.default_memory_pool().release_unused()  # the reader's blocks
+    against: AgainstResult | None = None
+    if index is None:  # the text as read, chunk by chunk: never copied
+        texts = arrow_to_batches(corpus.table.column(corpus.text_column))
+        result = find_duplicates(texts, config, progress=events.progress, keep_signatures=False)
+        figures = result.summary()
+    else:
+        combine_text(corpus)
+        batch = arrow_to_batch(corpus.table.column(corpus.text_column))
+        against = dedup_against(batch, index, config, progress=events.progress)
+        figures = against.summary()
+    t_write = time.perf_counter()
+    figures["engine"] = engine_without_work_dir("in-memory", memory_limit, figures)
+    summary = summary_of(corpus, figures, job.output_dir, fmt, read_seconds)
+    with OutputDir(job.output_dir) as target:
+        if against is None:  # a slice at a time: no whole output table is held
+            write_outputs(
+                target,
+                fmt,
+                inputs=[corpus.table],
+                schema=corpus.table.schema,
+                ids=corpus.table.column(corpus.id_column).combine_chunks(),
+                result=result,
+                max_items=WRITE_ITEMS,
+                progress=events.progress,
+            )
+        else:
+            tables = against_tables(corpus.table, corpus.id_column, against)
+            for done, (name, table) in enumerate(tables.items()):
+                events.progress("write", done, len(tables))
+                target.write(name, table, fmt)
+            events.progress("write", len(tables), len(tables))
+        if index is not None and against is not None and job.update_index:
+            keys = corpus.table.column(corpus.id_column).cast(pa.string()).to_pylist()
+            summary["index"]["added"] = add_kept(index, batch, against, keys)
+        summary["seconds"]["write"] = round(time.perf_counter() - t_write, 4)
+        summary["seconds"]["total"] = round(time.perf_counter() - t0, 4)
+        target.write_json("summary.json", summary)
+    return summary
+
+
+def combine_text(corpus: Corpus) -> None:
+    """Make the text column one chunk inside the table, so the text is held once, not twice."""
+    pa.default_memory_pool().release_unused()  # the readers' blocks, before the copy
+    text = corpus.table.column(corpus.text_column)
+    if text.num_chunks > 1:
+        at = corpus.table.schema.get_field_index(corpus.text_column)
+        corpus.table = corpus.table.set_column(at, corpus.text_column, text.combine_chunks())
+    del text
+    pa.default_memory_pool().release_unused()  # the readers' and the old chunks' memory
+
+
+def passes_reader(
+    paths: Sequence[Path], options: ReadOptions, memory_limit: int, num_perm: int, *, lines_out: bool
+) -> JsonlPasses | None:
+    """The input read in passes, when it is one JSON Lines file that reads the same that way and
+    a run that reads it so fits in ``memory_limit``; with ``lines_out`` (the outputs are its own
+    lines), parsed for its text and ids alone."""
+    try:
+        if not takes(list(paths)) or least_memory_in_passes(paths[0]) > memory_limit:
+            return None  # too large before counting its lines, which reads the whole file
+        passes = JsonlPasses(paths[0], options, all_columns=not lines_out)
+    except (WholeReadNeededError, InputError, OSError):
+        return None  # the other readers report what is wrong, if anything
+    return passes if passes.memory_estimate(num_perm) <= memory_limit else None
+
+
+def in_passes(
+    passes: JsonlPasses, *, config: DedupConfig, job: DedupJob, memory_limit: int, events: RunEvents
+) -> dict[str, Any]:
+    """The run on one JSON Lines file read in passes: the signatures from a first pass, the text
+    of the documents in candidate pairs by their lines, the outputs from a last pass (in JSON
+    Lines, the records' own lines). Raises :class:`WholeReadNeededError` (before writing
+    anything) for a file that must be read whole."""
+    from neardup.engines.source import prefetched
+    from neardup.outputs import table_pieces, write_graph_tables, write_outputs
+    from neardup.pipeline import arrow_to_batch, arrow_to_batches, find_duplicates_in_passes
+
+    t0 = time.perf_counter()
+    read_seconds = passes.scan_seconds  # finding the lines; parsing counts in the signatures
+    blocks = passes.first_pass()
+    first = next(blocks, None)  # the columns and the first block are checked before anything is shown
+    events.shape(config)
+    text = passes.text_column
+
+    def groups() -> Iterator[list[TextBatch]]:
+        read = itertools.chain([first] if first is not None else [], blocks)
+        for table in table_pieces(read, PASS_ROWS, PASS_BYTES):
+            yield arrow_to_batches(table.column(text))
+            pa.default_memory_pool().release_unused()  # the blocks hashed before this group
+        pa.default_memory_pool().release_unused()
+
+    try:
+        result = find_duplicates_in_passes(
+            prefetched(groups()),  # the next group is parsed while this one is hashed
+            passes.rows,
+            lambda docs: arrow_to_batch(passes.texts(docs)),
+            config,
+            progress=events.progress,
+            keep_signatures=False,  # no output needs them
+        )
+    except WholeReadNeededError as exc:
+        events.note(f"{passes.path} is read again, whole: {exc}")
+        raise
+    if passes.ids is None or passes.schema is None:
+        raise RuntimeError("the first pass did not finish")
+    figures = result.summary()
+    figures["engine"] = engine_without_work_dir("passes", memory_limit, figures)
+    fmt = job.output_format or default_output_format(passes.family)
+    summary = summary_of(passes, figures, job.output_dir, fmt, read_seconds)
+    t_write = time.perf_counter()
+    with OutputDir(job.output_dir) as target:
+        if not passes.all_columns:  # JSON Lines out: the records as spelled, columns spliced in
+            passes.write_rows(target, result.clusters, events.progress)
+            write_graph_tables(target, fmt, ids=passes.ids, result=result, max_items=WRITE_ITEMS)
+        else:
+            write_outputs(
+                target,
+                fmt,
+                inputs=prefetched(table_pieces(passes.tables(), PASS_WRITE_ROWS, PASS_WRITE_BYTES)),
+                schema=passes.schema,
+                ids=passes.ids,
+                result=result,
+                max_items=WRITE_ITEMS,
+                progress=events.progress,
+                piece_rows=PASS_WRITE_ROWS,
+                piece_bytes=PASS_WRITE_BYTES,
+            )
+        summary["seconds"]["write"] = round(time.perf_counter() - t_write, 4)
+        summary["seconds"]["total"] = round(time.perf_counter() - t0 + read_seconds, 4)
+        target.write_json("summary.json", summary)
+    return summary
+
+
+def streamed(
+    inputs: Sequence[str | Path], *, config: DedupConfig, job: DedupJob, memory_limit: int, events: RunEvents
+) -> dict[str, Any]:
+    """The streaming run: scan, engine, outputs a batch at a time, through a work dir. A failure
+    keeps the work dir, and the exception's note says so."""
+    from neardup.engines.streaming import WORK_DIR_NAME, StreamingRun
+
+    t0 = time.perf_counter()
+    if job.output_dir.exists() and not job.output_dir.is_dir():
+        raise OutputError(f"{job.output_dir}: exists and is not a directory")
+    events.shape(config)
+    run = StreamingRun(
+        inputs,
+        job.read,
+        config,
+        work_dir=job.work_dir or job.output_dir / WORK_DIR_NAME,
+        memory_limit=memory_limit,
+        resume=job.resume,
+    )
+    try:
+        with run:
+            stream = run.read(events.progress)
+            events.skipped(stream.skipped)
+            result = run.dedup(events.progress)
+            fmt = job.output_format or default_output_format(stream.family)
+            figures = result.summary()
+            figures["engine"].update(stages_run=["read", *result.ran], stages_resumed=run.stages_resumed())
+            summary = summary_of(stream, figures, job.output_dir, fmt, run.seconds["read"])
+            with OutputDir(job.output_dir) as target:
+                run.write(target, fmt, events.progress)
+                summary["seconds"]["write"] = round(run.seconds["write"], 4)
+                summary["seconds"]["total"] = round(time.perf_counter() - t0, 4)
+                target.write_json("summary.json", summary)
+        run.remove_work_dir()
+    except BaseException as exc:
+        if run.owned and run.work_dir.exists():
+            exc.add_note(f"the work so far is kept in {run.work_dir}; run the same command again to resume")
+        raise
+    return summary
