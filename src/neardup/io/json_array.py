@@ -149,7 +149,11 @@ def _convert(
     found = 0
     for p in range(data.size):
         c = data[p]
-        if phase == _IN_ELEMENT and in_string == 1:
+        if in_string == 1:  # (only ever in an element)
+            if c > 0x0D and c != 0x22 and c != 0x5C and escape == 0:  # most bytes: copied as they are
+                out[q] = c
+                q += 1
+                continue
             if escape == 1:
                 escape = 0
             elif c == 0x5C:
