@@ -28,7 +28,8 @@ from neardup.core.shingles import ShingleSets, shingle_sets
 from neardup.core.sorting import sorted_unique
 from neardup.core.text import TextBatch, encode_texts
 from neardup.core.verify import exact_jaccard_pairs
-from neardup.errors import MissingColumnError
+from neardup.errors import InputError, MissingColumnError
+from neardup.io.frames import arrow_table, is_frame
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: called as a stage advances."""
@@ -523,17 +524,23 @@ def arrow_to_batches(column: pa.Array | pa.ChunkedArray) -> list[TextBatch]:
 
 
 def arrow_to_batch(column: pa.Array | pa.ChunkedArray) -> TextBatch:
-    """A string column as a :class:`TextBatch`, without copying text per row."""
+    """A string column as a :class:`TextBatch`, without copying text per row: a ``large_string``
+    array's own buffers, a ``string`` array's text with its offsets widened. Nulls count as
+    empty; only when a null's slot holds bytes is the text copied to drop them."""
     if isinstance(column, pa.ChunkedArray):  # combine_chunks copies even a single chunk
         if column.num_chunks == 1:
             column = column.chunk(0)
         else:
             column = column.combine_chunks() if column.num_chunks else pa.array([], pa.large_string())
-    arr = pc.fill_null(column.cast(pa.large_string()), "")
+    arr = column if pa.types.is_large_string(column.type) else column.cast(pa.large_string())
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     _, off_buf, data_buf = arr.buffers()
     offsets = np.frombuffer(off_buf, dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
+    if arr.null_count:
+        nulls = pc.is_null(arr).to_numpy(zero_copy_only=False)
+        if np.any(np.diff(offsets)[nulls]):
+            return arrow_to_batch(pc.fill_null(arr, ""))
     data = (
         np.frombuffer(data_buf, dtype=np.uint8)
         if data_buf is not None and data_buf.size
@@ -551,33 +558,40 @@ def dedup(
 ) -> DedupResult:
     """Find near-duplicates in a list of strings, a list of records, or a table.
 
-    ``data`` may be a list of strings, a list of dicts (``text_column`` holds
-    the text), a ``pyarrow.Table`` or a ``pandas.DataFrame``.
+    ``data`` may be a list of strings, a list of dicts (``text_column`` holds the text), or a
+    table: anything with Arrow's C stream interface (a ``pyarrow.Table`` or
+    ``RecordBatchReader``, a polars ``DataFrame``, a duckdb relation, a pandas ``DataFrame``),
+    or a Hugging Face ``datasets.Dataset`` (see :func:`neardup.io.frames.arrow_table`). Of a
+    table only the text column is read, and its text is not copied where it is Arrow strings.
 
     >>> r = dedup(["The cat sat on the mat.", "the cat sat on the mat", "Dogs bark."])
     >>> r.keep.tolist()
     [True, False, True]
     """
-    if isinstance(data, pa.Table) or _is_dataframe(data):
-        table = data if isinstance(data, pa.Table) else pa.Table.from_pandas(data, preserve_index=False)
-        if text_column not in table.column_names:
-            raise MissingColumnError(
-                f"no column {text_column!r}; the table has: {', '.join(table.column_names)}"
-            )
-        batch = arrow_to_batch(table.column(text_column))
+    if is_frame(data):
+        column = arrow_table(data, columns=[text_column]).column(text_column)
+        if not is_text_column(column.type):
+            raise InputError(f"column {text_column!r} holds {column.type}, not text")
+        return find_duplicates(arrow_to_batches(column), config, progress=progress)
+    items = list(data)
+    if items and isinstance(items[0], Mapping):
+        texts = []
+        for i, rec in enumerate(items):
+            if text_column not in rec:
+                raise MissingColumnError(f"record {i} has no field {text_column!r}")
+            texts.append(rec[text_column] or "")
     else:
-        items = list(data)
-        if items and isinstance(items[0], Mapping):
-            texts = []
-            for i, rec in enumerate(items):
-                if text_column not in rec:
-                    raise MissingColumnError(f"record {i} has no field {text_column!r}")
-                texts.append(rec[text_column] or "")
-        else:
-            texts = [t or "" for t in items]
-        batch = encode_texts(texts)
-    return find_duplicates(batch, config, progress=progress)
+        texts = [t or "" for t in items]
+    return find_duplicates(encode_texts(texts), config, progress=progress)
 
 
-def _is_dataframe(obj: object) -> bool:
-    return type(obj).__name__ == "DataFrame" and hasattr(obj, "columns")
+def is_text_column(dtype: pa.DataType) -> bool:
+    """Whether a column of ``dtype`` holds text (strings of any layout, dictionary-encoded or not,
+    or nulls alone)."""
+    value = dtype.value_type if pa.types.is_dictionary(dtype) else dtype
+    return bool(
+        pa.types.is_null(value)
+        or pa.types.is_string(value)
+        or pa.types.is_large_string(value)
+        or pa.types.is_string_view(value)
+    )

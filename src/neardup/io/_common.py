@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -26,11 +26,13 @@ SAMPLE_SIZE = 1 << 20
 
 @dataclass(frozen=True)
 class Format:
-    """How to read a file: its family, CSV delimiter and gzip compression."""
+    """How to read a file: its family, CSV delimiter and gzip compression; ``json_document``
+    for a ``.json`` file, which holds JSON Lines or one JSON array of records."""
 
     family: str
     delimiter: str = ","
     gzip: bool = False
+    json_document: bool = False
 
 
 class Problems:
@@ -116,7 +118,7 @@ def read_bytes(path: Path, fmt: Format) -> bytes:
         raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from exc
 
 
-def read_chunks(path: Path, fmt: Format, size: int) -> Iterator[bytes]:
+def read_chunks(path: Path, fmt: Format, size: int) -> Generator[bytes, None, None]:
     """The file's content, decompressed, ``size`` bytes at a time; errors as :func:`read_bytes`."""
     try:
         with gzip.open(path, "rb") if fmt.gzip else open(path, "rb") as fh:

@@ -32,10 +32,10 @@ from neardup.io.text import read_text_files, read_text_lines
 _FORMATS: dict[str, Format] = {
     ".jsonl": Format("jsonl"),
     ".ndjson": Format("jsonl"),
-    ".json": Format("jsonl"),
+    ".json": Format("jsonl", json_document=True),
     ".jsonl.gz": Format("jsonl", gzip=True),
     ".ndjson.gz": Format("jsonl", gzip=True),
-    ".json.gz": Format("jsonl", gzip=True),
+    ".json.gz": Format("jsonl", gzip=True, json_document=True),
     ".csv": Format("csv"),
     ".csv.gz": Format("csv", gzip=True),
     ".tsv": Format("csv", delimiter="\t"),

@@ -1,5 +1,8 @@
 """JSON Lines: one JSON object per line (``.jsonl``, ``.ndjson``, ``.json``, optionally gzipped).
 
+A ``.json`` file may instead hold one JSON array of records: it is read as the JSON Lines
+its elements make (:mod:`neardup.io.json_array`), with the same readers.
+
 pyarrow's reader does the work; only when it refuses a file, or the text field
 is not a string, does a line-by-line pass find each bad line and its reason.
 Blank lines are skipped. :func:`read_blocks` gives the same table a block at a
@@ -40,6 +43,7 @@ from neardup.io._common import (
     temporal_columns,
     utf8_reason,
 )
+from neardup.io.json_array import EMPTY_ELEMENT, ArrayLines, array_as_lines, array_layout, element_lines
 
 Source = Callable[[], Any]
 STREAM_BLOCK_SIZE = 1 << 20
@@ -47,11 +51,9 @@ STREAM_BLOCK_SIZE = 1 << 20
 
 
 def read_jsonl(path: Path, fmt: Format, *, text_column: str, problems: Problems) -> Part:
-    """Read one JSON Lines file; record-level problems go to ``problems``."""
-
-    def source() -> Any:
-        return pa.input_stream(str(path), compression="gzip" if fmt.gzip else None)
-
+    """Read one JSON Lines file (or a ``.json`` file holding a JSON array of records, see
+    :mod:`neardup.io.json_array`); record-level problems go to ``problems``."""
+    source = json_source(path, fmt)
     try:
         table = _arrow_read(source, text_column, BLOCK_SIZE)
     except (pa.ArrowException, ValueError, OSError):
@@ -59,6 +61,15 @@ def read_jsonl(path: Path, fmt: Format, *, text_column: str, problems: Problems)
     if table is not None:
         return Part(table, str(path), line_finder=lambda: _record_lines(path, fmt))
     return _read_slowly(path, fmt, text_column=text_column, problems=problems)
+
+
+def json_source(path: Path, fmt: Format) -> Source:
+    """What opens the file as a stream of JSON Lines: the file itself, or the JSON Lines that a
+    JSON array file's elements make (:class:`~neardup.io.json_array.ArrayLines`)."""
+    layout = array_layout(path, fmt)
+    if layout is not None:
+        return lambda: pa.PythonFile(ArrayLines(path, fmt, layout), mode="r")
+    return lambda: pa.input_stream(str(path), compression="gzip" if fmt.gzip else None)
 
 
 def _arrow_read(source: Source, text_column: str, block_size: int) -> pa.Table | None:
@@ -103,11 +114,7 @@ def read_blocks(path: Path, fmt: Format, *, text_column: str) -> Iterator[pa.Tab
     where the file does not read the same that way: a block the whole-file reader would
     read line by line, a column whose type changes or a field first seen after the first
     block (the whole-file reader unifies those over the file), an empty file."""
-
-    def source() -> Any:
-        return pa.input_stream(str(path), compression="gzip" if fmt.gzip else None)
-
-    reader = open_blocks(source)
+    reader = open_blocks(json_source(path, fmt))
     schema = reader.schema
     if not _text_typed(schema, text_column):
         raise WholeReadNeededError(f"field {text_column!r} is not read as text")
@@ -182,30 +189,44 @@ def _read_slowly(path: Path, fmt: Format, *, text_column: str, problems: Problem
     good: list[bytes] = []
     numbers: list[int] = []
     where = str(path)
-    for number, raw in enumerate(split_lines(read_bytes(path, fmt)), 1):
+    layout = array_layout(path, fmt)
+    starts: np.ndarray | None = None  # of an array's elements: the line each starts on
+    if layout is None:
+        data = read_bytes(path, fmt)
+    else:
+        data, starts = array_as_lines(path, fmt, layout)
+
+    def report(reason: str, number: int, column: int | None = None) -> None:
+        if starts is None:
+            at = "" if column is None else f" at column {column}"
+            problems.add(InputError(reason + at, path=where, line=number))
+        else:
+            at = "" if column is None else f" at character {column} of the element"
+            element = f"element [{number - 1}]: "
+            problems.add(InputError(element + reason + at, path=where, line=int(starts[number - 1])))
+
+    for number, raw in enumerate(split_lines(data), 1):
         if not raw.strip():
+            continue
+        if starts is not None and raw == EMPTY_ELEMENT:
+            report("empty (a comma with no value before it)", number)
             continue
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            problems.add(InputError(utf8_reason(raw, exc), path=where, line=number))
+            report(utf8_reason(raw, exc), number)
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            problems.add(
-                InputError(f"malformed JSON: {exc.msg} at column {exc.colno}", path=where, line=number)
-            )
+            report(f"malformed JSON: {exc.msg}", number, exc.colno)
             continue
         if not isinstance(record, dict):
-            problems.add(
-                InputError(f"expected a JSON object, got {json_type(record)}", path=where, line=number)
-            )
+            report(f"expected a JSON object, got {json_type(record)}", number)
             continue
         text = record.get(text_column)
         if text is not None and not isinstance(text, str):
-            reason = f"field {text_column!r} is not a string (got {json_type(text)})"
-            problems.add(InputError(reason, path=where, line=number))
+            report(f"field {text_column!r} is not a string (got {json_type(text)})", number)
             continue
         records.append(record)
         good.append(raw)
@@ -222,7 +243,8 @@ def _read_slowly(path: Path, fmt: Format, *, text_column: str, problems: Problem
             table = None
     if table is None:
         table = table_from_records(records)
-    return Part(table, where, lines=np.asarray(numbers, dtype=np.int64))
+    lines = np.asarray(numbers, dtype=np.int64)
+    return Part(table, where, lines=lines if starts is None else starts[lines - 1])
 
 
 LINE_SCAN_BYTES = 16 << 20
@@ -233,7 +255,10 @@ _WHITE_SPACE[list(b" \t\n\r\x0b\x0c")] = True  # what bytes.strip() strips
 
 def _record_lines(path: Path, fmt: Format) -> np.ndarray:
     """1-based physical line of each record (blank lines hold none), the file read a block at
-    a time."""
+    a time; of a JSON array file, the line each element starts on."""
+    layout = array_layout(path, fmt)
+    if layout is not None:
+        return element_lines(path, fmt, layout)
     found: list[np.ndarray] = []
     line = 1  # the line the next byte is on
     solid = False  # whether that line holds a byte other than white space so far

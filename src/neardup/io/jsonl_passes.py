@@ -39,6 +39,7 @@ from neardup.engines.streaming import IN_MEMORY_BASE
 from neardup.errors import InputError, MissingColumnError
 from neardup.io._common import WholeReadNeededError, head, read_or_fall_back
 from neardup.io.inputs import GENERATED_ID, ReadOptions, check_columns, detect_format, text_as_string
+from neardup.io.json_array import array_layout
 from neardup.io.jsonl import STREAM_BLOCK_SIZE, open_blocks, slow_path_reason
 from neardup.io.jsonl_lines import LineWriter
 from neardup.io.writers import OutputDir
@@ -61,11 +62,17 @@ parses 256 KiB blocks as fast as 1 MiB ones."""
 
 
 def takes(paths: list[Path]) -> bool:
-    """Whether ``paths`` are one uncompressed JSON Lines file, the input :class:`JsonlPasses` reads."""
+    """Whether ``paths`` are one uncompressed JSON Lines file, the input :class:`JsonlPasses` reads
+    (not a ``.json`` file holding a JSON array: its records are not its lines)."""
     if len(paths) != 1:
         return False
     fmt = detect_format(paths[0])
-    return fmt.family == "jsonl" and not fmt.gzip
+    if fmt.family != "jsonl" or fmt.gzip:
+        return False
+    try:
+        return array_layout(paths[0], fmt) is None
+    except InputError:
+        return False  # not records at all: the whole-file reader reports it
 
 
 def least_memory_in_passes(path: Path) -> int:
