@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.csv as pacsv
@@ -383,3 +385,16 @@ def test_percentages_never_round_a_change_away() -> None:
     ]
     assert _percent(1, 10**9) == ">0.0001%"
     assert (_count(1, "document"), _count(2_000, "document")) == ("1 document", "2,000 documents")
+
+
+def test_shell_completion_completes_commands_and_options() -> None:
+    """The README's completion lines work: click answers the shell's completion request."""
+    import os
+
+    env = {**os.environ, "_NEARDUP_COMPLETE": "bash_complete", "COMP_WORDS": "neardup de", "COMP_CWORD": "1"}
+    command = [str(Path(sys.executable).with_name("neardup"))]  # the installed command
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    assert "plain,dedup" in done.stdout.splitlines()
+    env.update(COMP_WORDS="neardup dedup --memory-", COMP_CWORD="2")
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    assert "plain,--memory-limit" in done.stdout.splitlines()
