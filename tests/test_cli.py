@@ -398,3 +398,45 @@ def test_shell_completion_completes_commands_and_options() -> None:
     env.update(COMP_WORDS="neardup dedup --memory-", COMP_CWORD="2")
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     assert "plain,--memory-limit" in done.stdout.splitlines()
+
+
+@pytest.mark.parametrize(
+    "mode_args",
+    [[], ["--output-format", "csv"], ["--memory-limit", "1MiB"], ["--work-dir", "WORK"]],
+    ids=["passes", "in-memory", "streaming", "work-dir"],
+)
+def test_outputs_writes_only_the_tables_asked_for(tmp_path: Path, mode_args: list[str]) -> None:
+    corpus = tmp_path / "in.jsonl"
+    words = [f"w{i}" for i in range(400)]
+    rows = [{"text": " ".join(words[(i * 37 + k * 11) % 400] for k in range(12))} for i in range(30)]
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows + rows[:5]))
+    out = tmp_path / "out"
+    args = [str(tmp_path / "WORK") if a == "WORK" else a for a in mode_args]
+    full = run("dedup", corpus, "-o", out, "-q", *args)
+    assert full.exit_code == 0, full.output
+    assert len([p for p in out.iterdir() if not p.name.startswith(".")]) == 7
+    all_deduped = next(out.glob("deduped.*")).read_bytes()
+    done = run("dedup", corpus, "-o", out, "-q", "--json", "--outputs", "duplicates,deduped", *args)
+    assert done.exit_code == 0, done.output
+    summary = json.loads(done.stdout)
+    assert summary["outputs"] == ["deduped", "duplicates"]
+    assert summary["duplicates_removed"] == 5
+    names = sorted(p.name.split(".")[0] for p in out.iterdir() if not p.name.startswith("."))
+    assert names == ["deduped", "duplicates", "summary"]  # the earlier run's other tables are gone
+    assert next(out.glob("deduped.*")).read_bytes() == all_deduped
+    only_clusters = run("dedup", corpus, "-o", out, "-q", "--outputs", "clusters", *args)
+    assert only_clusters.exit_code == 0
+    assert sorted(p.name.split(".")[0] for p in out.iterdir() if not p.name.startswith(".")) == [
+        "clusters",
+        "summary",
+    ]
+
+
+def test_outputs_refuses_an_unknown_table(tmp_path: Path) -> None:
+    done = run("dedup", "--demo", "-o", tmp_path / "out", "--outputs", "deduped,buckets")
+    assert done.exit_code == 2
+    assert done.stderr == (
+        "neardup: error: unknown --outputs table 'buckets'; choose from annotated, deduped, duplicates, "
+        "clusters, candidate_pairs, lsh_buckets\n"
+    )
+    assert not (tmp_path / "out").exists()

@@ -221,6 +221,13 @@ def _settings_options(f: Any) -> Any:
     default=None,
     help="Format of the output tables [default: that of the input; csv for text, HTML and the demo].",
 )
+@click.option(
+    "--outputs",
+    metavar="NAMES",
+    default=None,
+    help="Comma-separated tables to write: annotated, deduped, duplicates, clusters, candidate_pairs, "
+    "lsh_buckets (summary.json always)  [default: all]",
+)
 @_on_error
 @click.option(
     "--workers",
@@ -288,6 +295,7 @@ def dedup(
     keep_punctuation: bool,
     match_empty: bool,
     output_format: str | None,
+    outputs: str | None,
     on_error: Literal["stop", "skip"],
     workers: int | None,
     against: str | None,
@@ -360,6 +368,7 @@ def dedup(
             read=_read_options(text_column, id_column, lines, on_error),
             demo=demo,
             output_format=output_format,
+            outputs=outputs,
             against=against,
             update_index=update_index,
             memory_limit=memory_limit,
@@ -457,6 +466,8 @@ _FLAGS = {
     "memory_limit": "--memory-limit",
     "work_dir": "--work-dir",
     "against needs": "--against needs",
+    "unknown output": "unknown --outputs table",
+    "outputs names": "--outputs names",
     "id_column": "--id-column",
     "text_column": "--text-column",
     "on_error": "--on-error",

@@ -368,6 +368,9 @@ def write_outputs(
     report = progress or (lambda stage, done, total: None)
     clusters = result.clusters
     rows = clusters.cluster.size
+    if not any(target.wants(name) for name in _ROW_TABLES):  # the input is not read again
+        write_graph_tables(target, fmt, ids=ids, result=result, max_items=max_items)
+        return
     empty = annotate(schema.empty_table(), ids, clusters, 0)
     writers = {name: target.open_table(name, fmt, table.schema) for name, table in empty.items()}
     start = 0
@@ -408,6 +411,8 @@ def write_graph_tables(
         ("candidate_pairs", pair_tables(ids, result.pairs, max_items=max_items)),
         ("lsh_buckets", bucket_tables(ids, result.buckets, max_items=max_items)),
     ):
+        if not target.wants(name):
+            continue
         first = next(pieces)
         writer = target.open_table(name, fmt, first.schema)
         writer.write(first)

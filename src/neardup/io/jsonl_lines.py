@@ -144,6 +144,8 @@ class LineWriter:
         object (the file changed)."""
         report = progress or (lambda stage, done, total: None)
         rows = self.spans.shape[0]
+        if not any(target.wants(name) for name in _NAMES):
+            return  # no row table chosen: the file is not read again
         writers = {name: target.open_table(name, "jsonl", pa.schema([])) for name in _NAMES}
         report("write", 0, rows)
         with open(self.path, "rb", buffering=0) as fh, ThreadPoolExecutor(max_workers=1) as pool:

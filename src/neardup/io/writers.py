@@ -22,6 +22,34 @@ from neardup.io._jsontext import json_default, json_values, string_data, text
 from neardup.io.page_cache import WriteBehind
 
 OUTPUT_FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
+OUTPUT_TABLES: tuple[str, ...] = (
+    "annotated",
+    "deduped",
+    "duplicates",
+    "clusters",
+    "candidate_pairs",
+    "lsh_buckets",
+)
+"""The tables a run writes beside ``summary.json``, in the order they are described."""
+
+
+def output_tables(names: Collection[str] | str | None) -> tuple[str, ...]:
+    """The tables ``names`` choose (a collection, or one comma-separated string), in
+    :data:`OUTPUT_TABLES` order; ``None`` is all of them. An unknown name is a ConfigError.
+
+    >>> output_tables("deduped, duplicates")
+    ('deduped', 'duplicates')
+    """
+    if names is None:
+        return OUTPUT_TABLES
+    chosen = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+    unknown = [n for n in chosen if n not in OUTPUT_TABLES]
+    if unknown:
+        raise ConfigError(f"unknown output {unknown[0]!r}; choose from {', '.join(OUTPUT_TABLES)}")
+    if not chosen:
+        raise ConfigError(f"outputs names no table; choose from {', '.join(OUTPUT_TABLES)}")
+    return tuple(n for n in OUTPUT_TABLES if n in chosen)
+
 
 _DEFAULT_OUTPUT = {"jsonl": "jsonl", "csv": "csv", "parquet": "parquet", "text": "csv", "html": "csv"}
 _BATCH_ROWS = 65_536
@@ -181,6 +209,24 @@ class TableWriter:
         self.close()
 
 
+class _Discard(TableWriter):
+    """The writer of a table not chosen: it counts rows and writes nothing."""
+
+    def __init__(self, path: Path, fmt: str) -> None:
+        self.path = path
+        self.fmt = fmt
+        self.rows = 0
+
+    def write(self, table: pa.Table, formatted: Collection[str] = ()) -> None:
+        self.rows += table.num_rows
+
+    def write_lines(self, data: Any, rows: int) -> None:
+        self.rows += rows
+
+    def close(self) -> None:
+        pass
+
+
 class OutputDir:
     """An output directory whose files all appear together, or not at all.
 
@@ -197,8 +243,10 @@ class OutputDir:
     ['annotated.csv', 'summary.json']
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], tables: Collection[str] | None = None) -> None:
         self.path = Path(path)
+        self.tables = output_tables(tables)
+        """The tables written; the others are skipped, and their files of earlier runs removed."""
         self._staging: Path | None = None
         self._created: list[Path] = []
         self._tables: dict[str, str] = {}
@@ -249,17 +297,27 @@ class OutputDir:
             if exc_type is not None:
                 self._remove_created()
 
+    def wants(self, name: str) -> bool:
+        """Whether the table ``name`` is written (anything but the six tables always is)."""
+        return name in self.tables or name not in OUTPUT_TABLES
+
     def write(self, name: str, table: pa.Table, fmt: str) -> Path:
-        """Write ``table`` as ``<name>.<fmt>``; returns the file's final path."""
+        """Write ``table`` as ``<name>.<fmt>`` (unless it is a table not chosen); returns the
+        file's final path."""
         filename = f"{name}.{fmt}"
+        if not self.wants(name):
+            return self.path / filename
         write_table(table, self._target(filename), fmt)
         self._tables[name] = fmt
         self._add(self._files, filename)
         return self.path / filename
 
     def open_table(self, name: str, fmt: str, schema: pa.Schema) -> TableWriter:
-        """A :class:`TableWriter` for ``<name>.<fmt>``, to append to; closed when the block ends."""
+        """A :class:`TableWriter` for ``<name>.<fmt>``, to append to; closed when the block ends.
+        For a table not chosen, a writer that keeps nothing."""
         filename = f"{name}.{fmt}"
+        if not self.wants(name):
+            return _Discard(self.path / filename, fmt)
         writer = TableWriter(self._target(filename), fmt, schema)
         self._writers.append(writer)
         self._tables[name] = fmt
@@ -310,6 +368,11 @@ class OutputDir:
             for name, fmt in self._tables.items():
                 for other in OUTPUT_FORMATS:
                     if other != fmt:
+                        current = self.path / f"{name}.{other}"
+                        current.unlink(missing_ok=True)
+            for name in OUTPUT_TABLES:  # a table not chosen this time is not left from an earlier run
+                if name not in self.tables:
+                    for other in OUTPUT_FORMATS:
                         current = self.path / f"{name}.{other}"
                         current.unlink(missing_ok=True)
             for filename in self._markers:

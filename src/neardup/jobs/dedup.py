@@ -10,7 +10,7 @@ neardup's error tree; it prints nothing and exits nothing.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +20,7 @@ from neardup.errors import ConfigError
 from neardup.index.opening import SIGNATURE_SETTINGS, open_index
 from neardup.io import Corpus, ReadOptions, expand_inputs, read_corpus
 from neardup.io._common import WholeReadNeededError
+from neardup.io.writers import output_tables
 from neardup.jobs import modes
 from neardup.jobs.events import RunEvents
 from neardup.jobs.modes import in_memory, in_passes, streamed
@@ -38,7 +39,8 @@ class DedupJob:
 
     ``settings`` are :meth:`DedupConfig.create`'s keywords as given (``None`` or absent: the
     default, or with ``against`` the index's). ``memory_limit`` is bytes or a size string
-    (``"6GB"``, ``"512MiB"``); ``None`` is a quarter of RAM.
+    (``"6GB"``, ``"512MiB"``); ``None`` is a quarter of RAM. ``outputs`` names the tables to
+    write (:data:`~neardup.io.writers.OUTPUT_TABLES`, default all); ``summary.json`` always is.
     """
 
     inputs: Sequence[str | Path] = ()
@@ -47,6 +49,7 @@ class DedupJob:
     read: ReadOptions = field(default_factory=ReadOptions)
     demo: bool = False
     output_format: str | None = None
+    outputs: Collection[str] | str | None = None
     against: str | None = None
     update_index: bool = False
     memory_limit: int | str | None = None
@@ -73,6 +76,7 @@ def _checked(job: DedupJob) -> int:
         )
     if job.demo and job.work_dir is not None:
         raise ConfigError("work_dir streams files; the demo sample is read in memory")
+    output_tables(job.outputs)
     return memory_limit_bytes(job.memory_limit)
 
 

@@ -69,8 +69,8 @@ def in_memory(
         figures = against.summary()
     t_write = time.perf_counter()
     figures["engine"] = engine_without_work_dir("in-memory", memory_limit, figures)
-    summary = summary_of(corpus, figures, job.output_dir, fmt, read_seconds)
-    with OutputDir(job.output_dir) as target:
+    summary = summary_of(corpus, figures, job, fmt, read_seconds)
+    with OutputDir(job.output_dir, job.outputs) as target:
         if against is None:  # a slice at a time: no whole output table is held
             write_outputs(
                 target,
@@ -165,9 +165,9 @@ def in_passes(
     figures = result.summary()
     figures["engine"] = engine_without_work_dir("passes", memory_limit, figures)
     fmt = job.output_format or default_output_format(passes.family)
-    summary = summary_of(passes, figures, job.output_dir, fmt, read_seconds)
+    summary = summary_of(passes, figures, job, fmt, read_seconds)
     t_write = time.perf_counter()
-    with OutputDir(job.output_dir) as target:
+    with OutputDir(job.output_dir, job.outputs) as target:
         if not passes.all_columns:  # JSON Lines out: the records as spelled, columns spliced in
             passes.write_rows(target, result.clusters, events.progress)
             write_graph_tables(target, fmt, ids=passes.ids, result=result, max_items=WRITE_ITEMS)
@@ -217,8 +217,8 @@ def streamed(
             fmt = job.output_format or default_output_format(stream.family)
             figures = result.summary()
             figures["engine"].update(stages_run=["read", *result.ran], stages_resumed=run.stages_resumed())
-            summary = summary_of(stream, figures, job.output_dir, fmt, run.seconds["read"])
-            with OutputDir(job.output_dir) as target:
+            summary = summary_of(stream, figures, job, fmt, run.seconds["read"])
+            with OutputDir(job.output_dir, job.outputs) as target:
                 run.write(target, fmt, events.progress)
                 summary["seconds"]["write"] = round(run.seconds["write"], 4)
                 summary["seconds"]["total"] = round(time.perf_counter() - t0, 4)

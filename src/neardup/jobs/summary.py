@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from neardup import __version__
+from neardup.io.writers import output_tables
 from neardup.pipeline import STAGES as PIPELINE_STAGES
 
 if TYPE_CHECKING:
     from neardup.io import Corpus
     from neardup.io.jsonl_passes import JsonlPasses
     from neardup.io.stream import CorpusStream
+    from neardup.jobs.dedup import DedupJob
 
 
 def engine_without_work_dir(mode: str, memory_limit: int, figures: dict[str, Any]) -> dict[str, Any]:
@@ -28,7 +29,7 @@ def engine_without_work_dir(mode: str, memory_limit: int, figures: dict[str, Any
 def summary_of(
     corpus: Corpus | CorpusStream | JsonlPasses,
     figures: dict[str, Any],
-    output_dir: Path,
+    job: DedupJob,
     fmt: str,
     read_seconds: float,
 ) -> dict[str, Any]:
@@ -36,8 +37,9 @@ def summary_of(
     summary: dict[str, Any] = {
         "neardup_version": __version__,
         "inputs": corpus.sources,
-        "output_dir": str(output_dir),
+        "output_dir": str(job.output_dir),
         "output_format": fmt,
+        "outputs": list(output_tables(job.outputs)),
         "text_column": corpus.text_column,
         "id_column": corpus.id_column,
         "skipped_records": len(corpus.skipped),
