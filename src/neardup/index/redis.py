@@ -62,7 +62,7 @@ import itertools
 import json
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -416,9 +416,16 @@ _Found = tuple[np.ndarray, np.ndarray, list[Any], list[Any], list[Any] | None]
 
 
 class RedisStorage:
-    """An index in a Redis database, its keys under one prefix (see the module docstring)."""
+    """An index in a Redis database, its keys under one prefix (see the module docstring).
 
-    def __init__(self, url: str) -> None:
+    ``options``, when given, are redis-py ``Redis(...)`` keyword arguments (host, port, db,
+    username, password, ssl, ssl_*, socket_timeout, unix_socket_path...) and decide where and how
+    to connect; ``url`` then only names the prefix and what :attr:`url` shows. Without them the
+    URL alone connects. Either way the two timeouts default to ``_CONNECT_TIMEOUT_S`` and
+    ``_SOCKET_TIMEOUT_S`` unless set.
+    """
+
+    def __init__(self, url: str, *, options: Mapping[str, Any] | None = None) -> None:
         self._url = _redact(url)
         try:
             import redis
@@ -447,12 +454,19 @@ class RedisStorage:
         self._lock = threading.Lock()
         self._conn: Any = None  # see _send
         self._conn_pid = 0
-        try:
-            # options in the URL (?socket_timeout=...) override these
-            self._client: Any = redis.Redis.from_url(
-                connect_url, socket_connect_timeout=_CONNECT_TIMEOUT_S, socket_timeout=_SOCKET_TIMEOUT_S
+        defaults = {"socket_connect_timeout": _CONNECT_TIMEOUT_S, "socket_timeout": _SOCKET_TIMEOUT_S}
+        if options is not None and options.get("decode_responses"):
+            raise StorageError(
+                f"{self._url}: decode_responses=True cannot be used: the index stores binary "
+                "signatures and band tables; leave it out"
             )
-        except (ValueError, self._redis_error) as exc:
+        try:
+            if options is None:
+                # options in the URL (?socket_timeout=...) override the defaults
+                self._client: Any = redis.Redis.from_url(connect_url, **defaults)
+            else:
+                self._client = redis.Redis(**{**defaults, **options})
+        except (TypeError, ValueError, self._redis_error) as exc:
             raise StorageError(f"{self._url}: cannot open the index: {exc}") from exc
         try:
             self._check_layout()
