@@ -279,3 +279,13 @@ def test_two_halves_through_the_cli_match_one_run(tmp_path: Path) -> None:
         removed |= {r["id"] for r in pacsv.read_csv(out / "duplicates.csv").to_pylist()}
     assert removed == expected
     assert stats(tmp_path / "idx.db")["documents"] == 400 - len(expected)
+
+
+def test_index_add_help_says_the_settings_come_from_the_index() -> None:
+    shown = CliRunner().invoke(main, ["index", "add", "--help"], terminal_width=200).output
+    assert "[default: word]" not in shown and "[default: 128]" not in shown
+    for flag in ("--shingle", "--ngram", "--num-perm", "--seed", "--threshold", "--keep-case"):
+        line = next(line for line in shown.splitlines() if line.strip().startswith(flag))
+        assert "[default: the index's" in line, line
+    built = CliRunner().invoke(main, ["index", "build", "--help"], terminal_width=200).output
+    assert "[default: word]" in built  # a new index shows neardup's own defaults

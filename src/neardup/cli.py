@@ -170,6 +170,34 @@ def _settings_options(f: Any) -> Any:
     return _keep_case(_keep_punctuation(f))
 
 
+_FROM_INDEX = "  [default: the index's; another value is refused]"
+
+
+def _index_settings_options(f: Any) -> Any:
+    """The same options for a command on an existing index, whose stored settings are the
+    defaults: the help says so instead of showing neardup's own defaults."""
+    options = (
+        ("--shingle", {"type": click.Choice(["word", "char"])}, "Shingle unit: word or character n-grams."),
+        ("--ngram", {"type": int}, "Tokens per shingle."),
+        ("--num-perm", {"type": int}, "MinHash permutations."),
+        ("--seed", {"type": int}, "Seed of the permutations."),
+        ("--threshold", {"type": float}, "Jaccard similarity that makes a duplicate."),
+        ("--bands", {"type": int}, "LSH bands (with --rows)."),
+        ("--rows", {"type": int}, "Rows per LSH band (with --bands)."),
+        ("--nfkc/--no-nfkc", {}, "Fold full-width forms, ligatures and other compatibility characters."),
+    )
+    flags = (
+        ("--keep-accents", "Do not strip accents."),
+        ("--keep-case", "Do not lower-case."),
+        ("--keep-punctuation", "Keep punctuation and symbols."),
+    )
+    for name, text in reversed(flags):
+        f = click.option(name, is_flag=True, help=text + "  [default: the index's]")(f)
+    for name, kwargs, text in reversed(options):
+        f = click.option(name, default=None, help=text + _FROM_INDEX, **kwargs)(f)
+    return f
+
+
 @main.command()
 @click.argument("inputs", nargs=-1, metavar="INPUT...")
 @click.option(
@@ -782,7 +810,7 @@ def index_build(
 @_text_column
 @_key_column
 @_lines
-@_settings_options
+@_index_settings_options
 @_on_error
 @_quiet
 def index_add(
