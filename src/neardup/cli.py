@@ -176,7 +176,7 @@ _FROM_INDEX = "  [default: the index's; another value is refused]"
 def _index_settings_options(f: Any) -> Any:
     """The same options for a command on an existing index, whose stored settings are the
     defaults: the help says so instead of showing neardup's own defaults."""
-    options = (
+    options: tuple[tuple[str, dict[str, Any], str], ...] = (
         ("--shingle", {"type": click.Choice(["word", "char"])}, "Shingle unit: word or character n-grams."),
         ("--ngram", {"type": int}, "Tokens per shingle."),
         ("--num-perm", {"type": int}, "MinHash permutations."),
