@@ -364,3 +364,15 @@ def test_prefetched_reads_one_item_ahead_in_order_and_raises_in_place() -> None:
     assert next(iter(stream)) == 0
     stream.close()  # type: ignore[attr-defined]  # a generator: stops the reading thread
     assert len(made) <= 2
+
+
+def test_a_frame_of_another_library_is_a_source(tmp_path: Path) -> None:
+    """polars and pandas frames go in as they are, with the same result as the table."""
+    import pandas as pd
+    import polars as pl
+
+    texts = ["the cat sat on the mat", "the cat sat on the mat!", "dogs bark at night", "Dogs bark at night"]
+    want = dedup_external(pa.table({"text": texts}), work_dir=tmp_path / "a", memory_limit="1MiB")
+    for i, frame in enumerate((pl.DataFrame({"text": texts}), pd.DataFrame({"text": texts}))):
+        got = dedup_external(frame, work_dir=tmp_path / f"f{i}", memory_limit="1MiB")
+        assert got.keep.tolist() == want.keep.tolist() == [True, False, True, False]

@@ -29,6 +29,7 @@ from neardup.engines.manifest import STAGES, locked, open_work_dir
 from neardup.engines.plan import Plan
 from neardup.engines.source import Source, fingerprint, table_source
 from neardup.engines.spill import PROGRESS, Journal, load, memmap, read_json
+from neardup.io.frames import arrow_table, is_frame
 from neardup.pipeline import DedupResult, Pairs, Progress
 from neardup.sizes import memory_limit_bytes
 
@@ -69,7 +70,7 @@ def _noop(stage: str, done: int, total: int) -> None:
 
 
 def dedup_external(
-    source: Source | pa.Table,
+    source: Source | pa.Table | Any,
     config: DedupConfig | None = None,
     *,
     work_dir: str | os.PathLike[str],
@@ -85,9 +86,10 @@ def dedup_external(
     ``source()`` must return a fresh iterable of ``pyarrow.RecordBatch`` or
     ``pyarrow.Table`` with the same rows in the same order every time (it is
     read twice when verification is on); row ``i`` is document ``i``. A table
-    may be passed instead. ``memory_limit`` (default: a quarter of physical
-    memory) bounds the stages' working sets; it sets chunk and partition sizes
-    and never changes the result. ``progress(stage, done, total)`` reports
+    may be passed instead, or any frame :func:`neardup.dedup` takes (polars, duckdb, pandas,
+    ``datasets.Dataset``: its text column is taken, without copying where Arrow allows).
+    ``memory_limit`` (default: a quarter of physical memory) bounds the stages' working sets;
+    it sets chunk and partition sizes and never changes the result. ``progress(stage, done, total)`` reports
     ``signatures`` and ``shingles`` (rows; total 0 while unknown),
     ``candidates`` (partitions), ``verify`` (candidate pairs) and ``clusters``.
 
@@ -99,6 +101,8 @@ def dedup_external(
     facts such as its files' sizes and times) when given.
     """
     cfg = config or DedupConfig()
+    if not isinstance(source, pa.Table) and is_frame(source):
+        source = arrow_table(source, columns=[text_column])
     src = table_source(source) if isinstance(source, pa.Table) else source
     bands, _ = lsh_shape(cfg.lsh, cfg.minhash)
     plan = Plan.for_limit(memory_limit_bytes(memory_limit), cfg, bands)
