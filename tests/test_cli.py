@@ -440,3 +440,21 @@ def test_outputs_refuses_an_unknown_table(tmp_path: Path) -> None:
         "clusters, candidate_pairs, lsh_buckets\n"
     )
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("mode_args", [[], ["--memory-limit", "1MiB"]], ids=["in-memory", "streaming"])
+def test_rows_of_several_files_name_their_file(tmp_path: Path, mode_args: list[str]) -> None:
+    """With more than one input file, annotated, deduped and duplicates say which file each row
+    came from (source_file), so a sharded crawl can be traced back."""
+    a, b = tmp_path / "shard-a.jsonl", tmp_path / "shard-b.csv"
+    a.write_text(json.dumps({"text": "the harbour opens at dawn for the fishing boats"}) + "\n")
+    b.write_text("text\nthe harbour opens at dawn for the fishing boats!\nan unrelated line about bread\n")
+    out = tmp_path / "out"
+    done = run("dedup", a, b, "-o", out, "-q", "--output-format", "jsonl", *mode_args)
+    assert done.exit_code == 0, done.output
+    annotated = [json.loads(line) for line in (out / "annotated.jsonl").read_text().splitlines()]
+    assert [r["source_file"] for r in annotated] == [str(a), str(b), str(b)]
+    duplicates = [json.loads(line) for line in (out / "duplicates.jsonl").read_text().splitlines()]
+    assert [(r["source_file"], r["duplicate_of"]) for r in duplicates] == [(str(b), 0)]
+    assert run("dedup", a, "-o", tmp_path / "one", "-q").exit_code == 0
+    assert "source_file" not in (tmp_path / "one" / "annotated.jsonl").read_text()

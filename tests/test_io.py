@@ -407,12 +407,12 @@ def test_multiple_files_union_of_columns(tmp_path: Path) -> None:
     c = tmp_path / "c.parquet"
     pq.write_table(pa.table({"text": ["c1"], "x": [2.5]}), c)
     corpus = read_corpus([a, b, c])
-    assert corpus.table.column_names == ["row_id", "text", "x", "y"]
+    assert corpus.table.column_names == ["row_id", "text", "x", "y", "source_file"]
     assert rows(corpus) == [
-        {"row_id": 0, "text": "a1", "x": 1.0, "y": None},
-        {"row_id": 1, "text": "a2", "x": 2.0, "y": None},
-        {"row_id": 2, "text": "b1", "x": None, "y": "q"},
-        {"row_id": 3, "text": "c1", "x": 2.5, "y": None},
+        {"row_id": 0, "text": "a1", "x": 1.0, "y": None, "source_file": str(a)},
+        {"row_id": 1, "text": "a2", "x": 2.0, "y": None, "source_file": str(a)},
+        {"row_id": 2, "text": "b1", "x": None, "y": "q", "source_file": str(b)},
+        {"row_id": 3, "text": "c1", "x": 2.5, "y": None, "source_file": str(c)},
     ]
     assert corpus.sources == [str(a), str(b), str(c)] and corpus.family == "jsonl"
 
@@ -552,7 +552,10 @@ def test_skip_mode_row_ids_are_contiguous(tmp_path: Path) -> None:
     a = put(tmp_path / "a.jsonl", '{"text": "a"}\n{bad\n{"text": "b"}\n')
     b = put(tmp_path / "b.jsonl", '[]\n{"text": "c"}\n')
     corpus = read_corpus([a, b], SKIP)
-    assert rows(corpus) == [{"row_id": i, "text": t} for i, t in enumerate("abc")]
+    files = [str(a), str(a), str(b)]
+    assert rows(corpus) == [
+        {"row_id": i, "text": t, "source_file": f} for i, (t, f) in enumerate(zip("abc", files, strict=True))
+    ]
     assert [(e.path, e.line) for e in corpus.skipped] == [(str(a), 2), (str(b), 1)]
 
 

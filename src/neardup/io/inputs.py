@@ -171,7 +171,9 @@ def read_corpus(inputs: Sequence[str | Path], options: ReadOptions = ReadOptions
     """Read every input into one table, ready for deduplication.
 
     The text column comes out as strings (null for a record without text);
-    the id column, given or generated, is unique.
+    the id column, given or generated, is unique. With more than one input file, a last
+    ``source_file`` column names each row's file (unless the inputs have such a column, or every
+    row is a whole file, named in its ``path`` column).
     """
     if not inputs:
         raise InputError("no inputs given")
@@ -182,6 +184,8 @@ def read_corpus(inputs: Sequence[str | Path], options: ReadOptions = ReadOptions
     ]
 
     table = _combine([part.table for part in parts])
+    if _needs_sources(paths, parts) and SOURCE_COLUMN not in table.column_names:
+        table = table.append_column(SOURCE_COLUMN, pa.concat_arrays([source_files(p) for p in parts]))
     if options.id_column is not None and table.num_rows:
         table = _unique_ids(table, options.id_column, parts, problems)
     id_column = options.id_column or GENERATED_ID
@@ -198,6 +202,22 @@ def read_corpus(inputs: Sequence[str | Path], options: ReadOptions = ReadOptions
         skipped=problems.errors,
         family=detect_format(paths[0]).family,
     )
+
+
+SOURCE_COLUMN = "source_file"
+"""The column naming each row's input file when a run reads more than one."""
+
+
+def _needs_sources(paths: Sequence[Path], parts: Sequence[Part]) -> bool:
+    """More than one file, and some rows are records of a file (one-document files have ``path``)."""
+    return len(paths) > 1 and any(part.row_paths is None for part in parts)
+
+
+def source_files(part: Part) -> pa.Array:
+    """The file of each row of ``part``, as strings."""
+    if part.row_paths is not None:
+        return pa.array(part.row_paths, pa.string())
+    return pa.repeat(pa.scalar(part.path, pa.string()), part.table.num_rows)
 
 
 def groups(paths: Sequence[Path], options: ReadOptions) -> list[tuple[list[Path], Format]]:

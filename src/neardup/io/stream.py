@@ -51,6 +51,7 @@ from neardup.io.csv import _record_lines as _csv_lines
 from neardup.io.csv import read_blocks as csv_blocks
 from neardup.io.inputs import (
     GENERATED_ID,
+    SOURCE_COLUMN,
     ReadOptions,
     _common_type,
     bad_ids,
@@ -186,6 +187,13 @@ class CorpusStream:
         else:
             base = self._pieces[0].schema if self._pieces else pa.schema([])
         self._base = base
+        self._sources = (
+            len(sources) > 1
+            and SOURCE_COLUMN not in self._target
+            and any(p.locate.get("kind") != "rows" for p in self._pieces)
+        )
+        if self._sources:  # as read_corpus: each row's file, last
+            base = base.append(pa.field(SOURCE_COLUMN, pa.string()))
         self.schema = (
             base.insert(0, pa.field(GENERATED_ID, pa.int64())) if options.id_column is None else base
         )
@@ -303,11 +311,20 @@ class CorpusStream:
                 if filtered and self._keep is not None:
                     table = table.filter(pa.array(self._keep[start : start + n]))
                 start += n
+                if columns is None and self._sources:
+                    table = table.append_column(SOURCE_COLUMN, self._source_files(piece, table))
                 if columns is None and self._options.id_column is None:
                     ids = pa.array(np.arange(out, out + table.num_rows, dtype=np.int64))
                     table = table.add_column(0, GENERATED_ID, ids)
                 out += table.num_rows
                 yield table
+
+    @staticmethod
+    def _source_files(piece: _Piece, table: pa.Table) -> pa.Array | pa.ChunkedArray:
+        """Each row's file: a run of one-document files has it in its ``path`` column."""
+        if piece.locate.get("kind") == "rows" and "path" in table.column_names:
+            return table.column("path").cast(pa.string())
+        return pa.repeat(pa.scalar(piece.path, pa.string()), table.num_rows)
 
     def _align(self, table: pa.Table, group: int, names: list[str]) -> pa.Table:
         """A table of one file with the combined table's columns and types (``_aligned`` in inputs)."""
