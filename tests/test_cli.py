@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
+import pyarrow.json as pa_json
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner, Result
 
@@ -458,3 +462,64 @@ def test_rows_of_several_files_name_their_file(tmp_path: Path, mode_args: list[s
     assert [(r["source_file"], r["duplicate_of"]) for r in duplicates] == [(str(b), 0)]
     assert run("dedup", a, "-o", tmp_path / "one", "-q").exit_code == 0
     assert "source_file" not in (tmp_path / "one" / "annotated.jsonl").read_text()
+
+
+def _crawl(tmp_path: Path) -> Path:
+    crawl = tmp_path / "crawl"
+    (crawl / "2024").mkdir(parents=True)
+    (crawl / "2025").mkdir()
+    words = [f"w{i}" for i in range(300)]
+    texts = [" ".join(words[(i * 31 + k * 7) % 300] for k in range(10)) for i in range(12)]
+    (crawl / "2024" / "a.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts[:6]))
+    (crawl / "2025" / "b.jsonl").write_text("".join(json.dumps({"text": t + "!"}) + "\n" for t in texts[3:9]))
+    (crawl / "2025" / "c.jsonl").write_text(json.dumps({"text": texts[0].upper()}) + "\n")
+    return crawl
+
+
+@pytest.mark.parametrize(
+    "mode_args",
+    [[], ["--memory-limit", "1MiB"], ["--output-format", "csv"], ["--output-format", "parquet"]],
+    ids=["in-memory", "streaming", "csv", "parquet"],
+)
+def test_keep_layout_writes_deduped_one_file_per_input(tmp_path: Path, mode_args: list[str]) -> None:
+    """The kept rows of each input file, in its file under the same relative name, and nothing
+    else: together they are the deduped table of a run without --keep-layout."""
+    crawl = _crawl(tmp_path)
+    flat, kept = tmp_path / "flat", tmp_path / "kept"
+    assert run("dedup", crawl, "-o", flat, "-q", *mode_args).exit_code == 0
+    done = run("dedup", crawl, "-o", kept, "-q", "--keep-layout", *mode_args)
+    assert done.exit_code == 0, done.output
+    fmt = "jsonl" if not mode_args or mode_args[0] == "--memory-limit" else mode_args[1]
+    files = sorted(str(p.relative_to(kept / "deduped")) for p in (kept / "deduped").rglob("*") if p.is_file())
+    assert files == [f"2024/a.{fmt}", f"2025/b.{fmt}", f"2025/c.{fmt}"]
+    assert not list(kept.glob("deduped.*"))
+    readers = {"jsonl": pa_json.read_json, "csv": pacsv.read_csv, "parquet": pq.read_table}
+
+    def read(path: Path) -> pa.Table:  # an input with no row kept has an empty JSON Lines file
+        return pa.table({}) if fmt == "jsonl" and not path.stat().st_size else readers[fmt](path)
+
+    whole = read(flat / f"deduped.{fmt}")
+    parts = [read(kept / "deduped" / name) for name in files]
+    by_file = [
+        whole.filter(pc.equal(whole["source_file"], str(crawl / name.replace(f".{fmt}", ".jsonl"))))
+        for name in files
+    ]
+    for part, want in zip(parts, by_file, strict=True):
+        assert part.num_rows == want.num_rows
+        if part.num_rows:
+            assert part.column_names == [n for n in whole.column_names if n != "source_file"]
+            assert part.column("text").to_pylist() == want.column("text").to_pylist()
+    assert sum(p.num_rows for p in parts) == whole.num_rows < 13
+    again = run("dedup", crawl, "-o", kept, "-q", *mode_args)  # without the layout: one file again
+    assert again.exit_code == 0 and not (kept / "deduped").exists() and (kept / f"deduped.{fmt}").exists()
+
+
+def test_keep_layout_refuses_two_inputs_of_one_name(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text('{"text": "one"}\n')
+    (tmp_path / "a.csv").write_text("text\ntwo\n")
+    done = run("dedup", tmp_path / "a.jsonl", tmp_path / "a.csv", "-o", tmp_path / "out", "--keep-layout")
+    assert done.exit_code == 2
+    assert "would both be written as deduped/a.jsonl" in done.stderr and "--keep-layout" in done.stderr
+    assert not (tmp_path / "out").exists()
+    demo = run("dedup", "--demo", "-o", tmp_path / "demo", "--keep-layout")
+    assert demo.exit_code == 2 and "--keep-layout writes a file per input file" in demo.stderr

@@ -55,3 +55,73 @@ def test_readme_python_block_runs(number: int, tmp_path: Path, monkeypatch: pyte
                 assert _plain(value) == shown, f"README block {number}: {code} gives {value!r}, not {shown!r}"
             continue
         exec(compile(ast.Module([node], type_ignores=[]), "README.md", "exec"), namespace)
+
+
+# -- the command-line examples ---------------------------------------------------------------------
+
+SHELL_BLOCKS = re.findall(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+EXAMPLES = [
+    line.split("  #")[0].strip()
+    for block in SHELL_BLOCKS
+    for line in block.splitlines()
+    if line.startswith("neardup ") and "..." not in line and "[" not in line
+]
+_TEXTS = [
+    "The harbour opens at dawn for the fishing boats.",
+    "the harbour opens at dawn for the fishing boats!",
+    "Bread rises slowly in a cold kitchen overnight.",
+    "A long walk along the river ends at the old mill.",
+]
+
+
+def _files(folder: Path) -> None:
+    """The files the README's examples name, made small."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def jsonl(name: str, texts: list[str], start: int = 0) -> None:
+        lines = [json.dumps({"id": f"d{start + i}", "text": t}) for i, t in enumerate(texts)]
+        (folder / name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+    jsonl("corpus.jsonl", _TEXTS)
+    jsonl("new.jsonl", [_TEXTS[1].upper(), "Something else entirely, about the weather in the hills."], 10)
+    jsonl(
+        "chinese.jsonl",
+        ["自然语言处理是人工智能的一个分支", "自然语言处理是人工智能的一个分支。", "今天天气很好"],
+    )
+    (folder / "crawl").mkdir()
+    for i, part in enumerate((_TEXTS[:2], _TEXTS[2:])):
+        rows = "".join(f'"{t}",https://example.org/{i}/{j}\n' for j, t in enumerate(part))
+        (folder / "crawl" / f"part-{i}.csv").write_text("body,url\n" + rows, encoding="utf-8")
+        table = pa.table({"url": [f"https://example.org/{i}/{j}" for j in range(len(part))], "text": part})
+        pq.write_table(table, folder / "crawl" / f"part-{i}.parquet")
+    (folder / "pages").mkdir()
+    for i, text in enumerate(_TEXTS):
+        page = f"<html><head><script>var x = 1;</script></head><body><p>{text}</p></body></html>"
+        (folder / "pages" / f"page-{i}.html").write_text(page, encoding="utf-8")
+
+
+def test_the_readme_has_command_examples() -> None:
+    assert len(EXAMPLES) >= 8
+    assert any("--against" in e for e in EXAMPLES) and any("--memory-limit" in e for e in EXAMPLES)
+
+
+def test_readme_command_examples_run(tmp_path: Path) -> None:
+    """Every concrete ``neardup`` line of the README runs, in order, on files made for it."""
+    import shlex
+    import subprocess
+    import sys
+
+    _files(tmp_path)
+    command = str(Path(sys.executable).with_name("neardup"))
+    for example in EXAMPLES:
+        args = shlex.split(example)[1:]
+        done = subprocess.run([command, *args], cwd=tmp_path, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, f"{example}\n{done.stderr}"
+    import json
+
+    against = json.loads((tmp_path / "out-new" / "summary.json").read_text())
+    assert against["duplicates_removed"] == 1  # the new copy of an indexed text
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["input_rows"] == 4

@@ -256,6 +256,11 @@ def _index_settings_options(f: Any) -> Any:
     help="Comma-separated tables to write: annotated, deduped, duplicates, clusters, candidate_pairs, "
     "lsh_buckets (summary.json always)  [default: all]",
 )
+@click.option(
+    "--keep-layout",
+    is_flag=True,
+    help="Write deduped as a folder of one file per input file, under the same relative names.",
+)
 @_on_error
 @click.option(
     "--workers",
@@ -324,6 +329,7 @@ def dedup(
     match_empty: bool,
     output_format: str | None,
     outputs: str | None,
+    keep_layout: bool,
     on_error: Literal["stop", "skip"],
     workers: int | None,
     against: str | None,
@@ -397,6 +403,7 @@ def dedup(
             demo=demo,
             output_format=output_format,
             outputs=outputs,
+            keep_layout=keep_layout,
             against=against,
             update_index=update_index,
             memory_limit=memory_limit,
@@ -495,6 +502,7 @@ _FLAGS = {
     "work_dir": "--work-dir",
     "against needs": "--against needs",
     "unknown output": "unknown --outputs table",
+    "keep_layout": "--keep-layout",
     "outputs names": "--outputs names",
     "id_column": "--id-column",
     "text_column": "--text-column",

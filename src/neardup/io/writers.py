@@ -243,10 +243,19 @@ class OutputDir:
     ['annotated.csv', 'summary.json']
     """
 
-    def __init__(self, path: str | os.PathLike[str], tables: Collection[str] | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        tables: Collection[str] | None = None,
+        *,
+        layout: dict[str, str] | None = None,
+    ) -> None:
         self.path = Path(path)
         self.tables = output_tables(tables)
         """The tables written; the others are skipped, and their files of earlier runs removed."""
+        self.layout = layout
+        """With a layout (input file -> relative name, :mod:`neardup.io.layout`), ``deduped`` is a
+        folder of one file per input file instead of one file."""
         self._staging: Path | None = None
         self._created: list[Path] = []
         self._tables: dict[str, str] = {}
@@ -307,6 +316,10 @@ class OutputDir:
         filename = f"{name}.{fmt}"
         if not self.wants(name):
             return self.path / filename
+        if name == "deduped" and self.layout is not None:
+            writer = self.open_table(name, fmt, table.schema)
+            writer.write(table)
+            return self.path / "deduped"
         write_table(table, self._target(filename), fmt)
         self._tables[name] = fmt
         self._add(self._files, filename)
@@ -318,6 +331,14 @@ class OutputDir:
         filename = f"{name}.{fmt}"
         if not self.wants(name):
             return _Discard(self.path / filename, fmt)
+        if name == "deduped" and self.layout is not None:
+            from neardup.io.layout import LAYOUT_DIR, LayoutWriter
+
+            layout = LayoutWriter(self.staging / LAYOUT_DIR, fmt, schema, self.layout)
+            self._writers.append(layout)
+            self._tables[name] = fmt
+            self._add(self._files, LAYOUT_DIR)
+            return layout
         writer = TableWriter(self._target(filename), fmt, schema)
         self._writers.append(writer)
         self._tables[name] = fmt
@@ -364,6 +385,8 @@ class OutputDir:
                 current.unlink(missing_ok=True)
             for filename in self._files:
                 current = self.path / filename
+                if (staging / filename).is_dir():  # deduped in layout: the whole folder, anew
+                    shutil.rmtree(current, ignore_errors=True)
                 os.replace(staging / filename, current)
             for name, fmt in self._tables.items():
                 for other in OUTPUT_FORMATS:
@@ -375,6 +398,14 @@ class OutputDir:
                     for other in OUTPUT_FORMATS:
                         current = self.path / f"{name}.{other}"
                         current.unlink(missing_ok=True)
+            if self.layout is not None:  # deduped as a folder: no deduped.<format> of an earlier run
+                for other in OUTPUT_FORMATS:
+                    current = self.path / f"deduped.{other}"
+                    current.unlink(missing_ok=True)
+            elif "deduped" in self.tables:  # one deduped file: no folder of an earlier run in layout
+                current = self.path / "deduped"
+                if current.is_dir():
+                    shutil.rmtree(current)
             for filename in self._markers:
                 current = self.path / filename
                 os.replace(staging / filename, current)

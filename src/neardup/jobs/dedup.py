@@ -41,6 +41,8 @@ class DedupJob:
     default, or with ``against`` the index's). ``memory_limit`` is bytes or a size string
     (``"6GB"``, ``"512MiB"``); ``None`` is a quarter of RAM. ``outputs`` names the tables to
     write (:data:`~neardup.io.writers.OUTPUT_TABLES`, default all); ``summary.json`` always is.
+    ``keep_layout`` writes ``deduped`` as a folder of one file per input file, under its path
+    below the inputs' common folder, in the output format.
     """
 
     inputs: Sequence[str | Path] = ()
@@ -50,6 +52,7 @@ class DedupJob:
     demo: bool = False
     output_format: str | None = None
     outputs: Collection[str] | str | None = None
+    keep_layout: bool = False
     against: str | None = None
     update_index: bool = False
     memory_limit: int | str | None = None
@@ -77,6 +80,8 @@ def _checked(job: DedupJob) -> int:
     if job.demo and job.work_dir is not None:
         raise ConfigError("work_dir streams files; the demo sample is read in memory")
     output_tables(job.outputs)
+    if job.demo and job.keep_layout:
+        raise ConfigError("keep_layout writes a file per input file; the demo sample has none")
     return memory_limit_bytes(job.memory_limit)
 
 

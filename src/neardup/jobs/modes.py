@@ -70,7 +70,7 @@ def in_memory(
     t_write = time.perf_counter()
     figures["engine"] = engine_without_work_dir("in-memory", memory_limit, figures)
     summary = summary_of(corpus, figures, job, fmt, read_seconds)
-    with OutputDir(job.output_dir, job.outputs) as target:
+    with output_dir(job, corpus.sources, fmt) as target:
         if against is None:  # a slice at a time: no whole output table is held
             write_outputs(
                 target,
@@ -95,6 +95,16 @@ def in_memory(
         summary["seconds"]["total"] = round(time.perf_counter() - t0, 4)
         target.write_json("summary.json", summary)
     return summary
+
+
+def output_dir(job: DedupJob, sources: list[str], fmt: str) -> OutputDir:
+    """The job's output folder: its chosen tables, and ``deduped`` one file per input with
+    ``keep_layout``."""
+    from neardup.io.layout import layout_names
+
+    return OutputDir(
+        job.output_dir, job.outputs, layout=layout_names(sources, fmt) if job.keep_layout else None
+    )
 
 
 def combine_text(corpus: Corpus) -> None:
@@ -167,7 +177,7 @@ def in_passes(
     fmt = job.output_format or default_output_format(passes.family)
     summary = summary_of(passes, figures, job, fmt, read_seconds)
     t_write = time.perf_counter()
-    with OutputDir(job.output_dir, job.outputs) as target:
+    with output_dir(job, passes.sources, fmt) as target:
         if not passes.all_columns:  # JSON Lines out: the records as spelled, columns spliced in
             passes.write_rows(target, result.clusters, events.progress)
             write_graph_tables(target, fmt, ids=passes.ids, result=result, max_items=WRITE_ITEMS)
@@ -218,7 +228,7 @@ def streamed(
             figures = result.summary()
             figures["engine"].update(stages_run=["read", *result.ran], stages_resumed=run.stages_resumed())
             summary = summary_of(stream, figures, job, fmt, run.seconds["read"])
-            with OutputDir(job.output_dir, job.outputs) as target:
+            with output_dir(job, stream.sources, fmt) as target:
                 run.write(target, fmt, events.progress)
                 summary["seconds"]["write"] = round(run.seconds["write"], 4)
                 summary["seconds"]["total"] = round(time.perf_counter() - t0, 4)
