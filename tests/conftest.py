@@ -22,7 +22,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # -- a real redis-server for the index tests -------------------------------------------------------
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
@@ -52,7 +53,7 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             pytest.fail(f"{message}: CI must run the Redis index tests", pytrace=False)
         pytest.skip(message)
     workdir: Path = tmp_path_factory.mktemp("redis")
-    port = _free_port()
+    port = free_port()
     log = open(workdir / "redis.log", "wb")  # noqa: SIM115 -- closed after the server stops
     proc = subprocess.Popen(
         [exe, "--save", "", "--appendonly", "no", "--port", str(port), "--bind", "127.0.0.1"],

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from conftest import free_port
 from neardup.compat import MinHash, MinHashLSH
 from neardup.errors import StorageError
 
@@ -54,13 +55,6 @@ def _config(opts: dict[str, Any], **extra: Any) -> dict[str, Any]:
 # -- a redis-server with a password and an ACL user ----------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def _answers(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
@@ -79,7 +73,7 @@ def secured_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
             pytest.fail("redis-server is not on PATH: CI must run the Redis tests", pytrace=False)
         pytest.skip("redis-server is not on PATH")
     workdir: Path = tmp_path_factory.mktemp("redis-acl")
-    port = _free_port()
+    port = free_port()
     args = [exe, "--save", "", "--appendonly", "no", "--port", str(port), "--bind", "127.0.0.1"]
     args += ["--requirepass", "adminpw", "--user", "alice", "on", ">alicepw", "~*", "&*", "+@all"]
     log = open(workdir / "redis.log", "wb")  # noqa: SIM115 -- closed after the server stops

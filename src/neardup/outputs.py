@@ -30,15 +30,6 @@ from neardup.pipeline import DedupResult, Pairs, Progress
 if TYPE_CHECKING:  # incremental imports this module
     from neardup.incremental import AgainstResult
 
-OUTPUT_NAMES: tuple[str, ...] = (
-    "annotated",
-    "deduped",
-    "duplicates",
-    "clusters",
-    "candidate_pairs",
-    "lsh_buckets",
-)
-
 
 def _ids_at(ids: pa.Array, positions: np.ndarray) -> pa.Array:
     return ids.take(pa.array(positions, type=pa.int64()))
