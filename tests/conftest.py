@@ -9,6 +9,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -30,13 +31,45 @@ def free_port() -> int:
         return port
 
 
-def _ping(port: int) -> bool:
+def _answers(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
             s.sendall(b"PING\r\n")
-            return s.recv(16).startswith(b"+PONG")
+            return s.recv(16)[:1] in (b"+", b"-")  # -NOAUTH counts: the server is up
     except OSError:
         return False
+
+
+@contextmanager
+def running_redis(workdir: Path, *extra: str) -> Iterator[int]:
+    """The port of a redis-server started in ``workdir`` (with ``extra`` arguments), stopped after."""
+    exe = shutil.which("redis-server")
+    if exe is None:
+        message = "redis-server is not on PATH; install it (apt-get install -y redis-server)"
+        if os.environ.get("CI"):
+            pytest.fail(f"{message}: CI must run the Redis index tests", pytrace=False)
+        pytest.skip(message)
+    port = free_port()
+    args = [exe, "--save", "", "--appendonly", "no", "--port", str(port), "--bind", "127.0.0.1", *extra]
+    log = open(workdir / "redis.log", "wb")  # noqa: SIM115 -- closed after the server stops
+    proc = subprocess.Popen(args, cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 20.0
+        while not _answers(port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                log.flush()
+                output = (workdir / "redis.log").read_text(errors="replace")[-2000:]
+                pytest.fail(f"redis-server on port {port} did not start:\n{output}", pytrace=False)
+            time.sleep(0.05)
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
 
 
 @pytest.fixture(scope="session")
@@ -46,35 +79,5 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     Without redis-server on PATH the tests that use it fail when ``CI`` is set (CI installs it, so
     its absence is a broken set-up) and are skipped otherwise.
     """
-    exe = shutil.which("redis-server")
-    if exe is None:
-        message = "redis-server is not on PATH; install it (apt-get install -y redis-server)"
-        if os.environ.get("CI"):
-            pytest.fail(f"{message}: CI must run the Redis index tests", pytrace=False)
-        pytest.skip(message)
-    workdir: Path = tmp_path_factory.mktemp("redis")
-    port = free_port()
-    log = open(workdir / "redis.log", "wb")  # noqa: SIM115 -- closed after the server stops
-    proc = subprocess.Popen(
-        [exe, "--save", "", "--appendonly", "no", "--port", str(port), "--bind", "127.0.0.1"],
-        cwd=workdir,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + 20.0
-        while not _ping(port):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.flush()
-                output = (workdir / "redis.log").read_text(errors="replace")[-2000:]
-                pytest.fail(f"redis-server on port {port} did not start:\n{output}", pytrace=False)
-            time.sleep(0.05)
+    with running_redis(tmp_path_factory.mktemp("redis")) as port:
         yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()

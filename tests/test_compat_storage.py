@@ -4,21 +4,17 @@ from another process."""
 
 from __future__ import annotations
 
-import os
 import pickle
-import shutil
-import socket
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import free_port
+from conftest import running_redis
 from neardup.compat import MinHash, MinHashLSH
 from neardup.errors import StorageError
 
@@ -55,46 +51,12 @@ def _config(opts: dict[str, Any], **extra: Any) -> dict[str, Any]:
 # -- a redis-server with a password and an ACL user ----------------------------------------------
 
 
-def _answers(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
-            s.sendall(b"PING\r\n")
-            return s.recv(16)[:1] in (b"+", b"-")  # -NOAUTH counts: the server is up
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def secured_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """The port of a redis-server with ``requirepass adminpw`` and user ``alice`` / ``alicepw``."""
-    exe = shutil.which("redis-server")
-    if exe is None:
-        if os.environ.get("CI"):
-            pytest.fail("redis-server is not on PATH: CI must run the Redis tests", pytrace=False)
-        pytest.skip("redis-server is not on PATH")
-    workdir: Path = tmp_path_factory.mktemp("redis-acl")
-    port = free_port()
-    args = [exe, "--save", "", "--appendonly", "no", "--port", str(port), "--bind", "127.0.0.1"]
-    args += ["--requirepass", "adminpw", "--user", "alice", "on", ">alicepw", "~*", "&*", "+@all"]
-    log = open(workdir / "redis.log", "wb")  # noqa: SIM115 -- closed after the server stops
-    proc = subprocess.Popen(args, cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 20.0
-        while not _answers(port):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.flush()
-                output = (workdir / "redis.log").read_text(errors="replace")[-2000:]
-                pytest.fail(f"redis-server on port {port} did not start:\n{output}", pytrace=False)
-            time.sleep(0.05)
+    users = ["--requirepass", "adminpw", "--user", "alice", "on", ">alicepw", "~*", "&*", "+@all"]
+    with running_redis(tmp_path_factory.mktemp("redis-acl"), *users) as port:
         yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 def _secured(port: int, *, fail_fast: bool = False, **options: Any) -> dict[str, Any]:

@@ -107,12 +107,18 @@ def detect_format(path: str | os.PathLike[str]) -> Format:
     return fmt
 
 
-def _format_or_none(name: str) -> Format | None:
+def input_ending(name: str) -> str | None:
+    """The input ending ``name`` has (``.jsonl.gz``, ``.csv``, ...), or None."""
     lower = name.lower()
     for ending in sorted(_FORMATS, key=len, reverse=True):
         if lower.endswith(ending):
-            return _FORMATS[ending]
+            return ending
     return None
+
+
+def _format_or_none(name: str) -> Format | None:
+    ending = input_ending(name)
+    return None if ending is None else _FORMATS[ending]
 
 
 def expand_inputs(inputs: Sequence[str | Path]) -> list[Path]:

@@ -20,26 +20,11 @@ import numpy as np
 import pyarrow as pa
 
 from neardup.errors import ConfigError
-from neardup.io.inputs import SOURCE_COLUMN, _format_or_none
+from neardup.io.inputs import SOURCE_COLUMN, input_ending
 from neardup.io.writers import TableWriter
 
 LAYOUT_DIR = "deduped"
 """The folder of the output directory that holds the files of ``deduped`` kept in layout."""
-
-
-def _stem(name: str) -> str:
-    """``name`` without its input ending (``.jsonl.gz``, ``.csv``, ...)."""
-    lower = name.lower()
-    for ending in sorted(_endings(), key=len, reverse=True):
-        if lower.endswith(ending):
-            return name[: -len(ending)]
-    return name
-
-
-def _endings() -> list[str]:
-    from neardup.io.inputs import INPUT_EXTENSIONS
-
-    return list(INPUT_EXTENSIONS)
 
 
 def layout_names(sources: Sequence[str], fmt: str) -> dict[str, str]:
@@ -55,10 +40,12 @@ def layout_names(sources: Sequence[str], fmt: str) -> dict[str, str]:
     names: dict[str, str] = {}
     taken: dict[str, str] = {}
     for source, path in zip(sources, resolved, strict=True):
-        if _format_or_none(path.name) is None:
+        ending = input_ending(path.name)
+        if ending is None:
             raise ConfigError(f"keep_layout: {source} is not an input file of a known type")
         relative = path.relative_to(base)
-        name = str(relative.with_name(_stem(relative.name) + f".{fmt}")).replace(os.sep, "/")
+        stem = relative.name[: -len(ending)]
+        name = str(relative.with_name(f"{stem}.{fmt}")).replace(os.sep, "/")
         if name in taken:
             raise ConfigError(
                 f"keep_layout: {taken[name]} and {source} would both be written as {LAYOUT_DIR}/{name}; "

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from neardup.config import DedupConfig
 from neardup.errors import ConfigError
-from neardup.index.opening import SIGNATURE_SETTINGS, open_index
+from neardup.index.opening import open_index
 from neardup.io import Corpus, ReadOptions, expand_inputs, read_corpus
 from neardup.io._common import WholeReadNeededError
 from neardup.io.writers import output_tables
@@ -30,7 +30,8 @@ __all__ = ["DedupJob", "Mode", "choose_mode", "run_dedup"]
 
 Mode = Literal["in-memory", "passes", "streaming"]
 
-_RUN_OPTIONS = ("fp_weight", "max_bucket_size", "verify", "keep", "match_empty")
+_RUN_OPTIONS = ("max_bucket_size", "verify", "keep", "match_empty")
+"""The settings a run against an index takes from the job, not the index."""
 
 
 @dataclass(frozen=True)
@@ -117,8 +118,8 @@ def run_dedup(job: DedupJob, events: RunEvents | None = None) -> dict[str, Any]:
     events = events or RunEvents()
     limit = _checked(job)
     config = job.config()
+    paths = None if job.demo else _expanded(job)
     if job.against is None:
-        paths = None if job.demo else _expanded(job)
         mode = "in-memory" if paths is None else _mode(job, paths, limit)
         if isinstance(mode, tuple):  # one JSON Lines file, read in passes
             try:
@@ -131,12 +132,10 @@ def run_dedup(job: DedupJob, events: RunEvents | None = None) -> dict[str, Any]:
         return in_memory(
             corpus, config=config, job=job, memory_limit=limit, events=events, read_seconds=seconds
         )
-    paths = None if job.demo else _expanded(job)
     if paths is not None:
         _refuse_streaming_against(job, paths, limit)
-    given = {k: job.settings.get(k) for k in SIGNATURE_SETTINGS}
-    create = {k: job.settings.get(k) for k in ("fp_weight", "max_bucket_size")}
-    with open_index(job.against, settings={**given, **create}, create=job.update_index) as index:
+    # open_index checks the signature settings against the index's, and makes a new one from them
+    with open_index(job.against, settings=job.settings, create=job.update_index) as index:
         config = _with_run_options(index.settings.to_config(), job.settings)
         corpus, seconds = _load(job)
         return in_memory(
