@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import subprocess
@@ -406,7 +407,7 @@ def test_shell_completion_completes_commands_and_options() -> None:
 
 @pytest.mark.parametrize(
     "mode_args",
-    [[], ["--output-format", "csv"], ["--memory-limit", "1MiB"], ["--work-dir", "WORK"]],
+    [[], ["--output-format", "csv"], ["--work-memory", "1MiB"], ["--work-dir", "WORK"]],
     ids=["passes", "in-memory", "streaming", "work-dir"],
 )
 def test_outputs_writes_only_the_tables_asked_for(tmp_path: Path, mode_args: list[str]) -> None:
@@ -446,7 +447,7 @@ def test_outputs_refuses_an_unknown_table(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("mode_args", [[], ["--memory-limit", "1MiB"]], ids=["in-memory", "streaming"])
+@pytest.mark.parametrize("mode_args", [[], ["--work-memory", "1MiB"]], ids=["in-memory", "streaming"])
 def test_rows_of_several_files_name_their_file(tmp_path: Path, mode_args: list[str]) -> None:
     """With more than one input file, annotated, deduped and duplicates say which file each row
     came from (source_file), so a sharded crawl can be traced back."""
@@ -478,7 +479,7 @@ def _crawl(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize(
     "mode_args",
-    [[], ["--memory-limit", "1MiB"], ["--output-format", "csv"], ["--output-format", "parquet"]],
+    [[], ["--work-memory", "1MiB"], ["--output-format", "csv"], ["--output-format", "parquet"]],
     ids=["in-memory", "streaming", "csv", "parquet"],
 )
 def test_keep_layout_writes_deduped_one_file_per_input(tmp_path: Path, mode_args: list[str]) -> None:
@@ -489,7 +490,7 @@ def test_keep_layout_writes_deduped_one_file_per_input(tmp_path: Path, mode_args
     assert run("dedup", crawl, "-o", flat, "-q", *mode_args).exit_code == 0
     done = run("dedup", crawl, "-o", kept, "-q", "--keep-layout", *mode_args)
     assert done.exit_code == 0, done.output
-    fmt = "jsonl" if not mode_args or mode_args[0] == "--memory-limit" else mode_args[1]
+    fmt = "jsonl" if not mode_args or mode_args[0] == "--work-memory" else mode_args[1]
     files = sorted(str(p.relative_to(kept / "deduped")) for p in (kept / "deduped").rglob("*") if p.is_file())
     assert files == [f"2024/a.{fmt}", f"2025/b.{fmt}", f"2025/c.{fmt}"]
     assert not list(kept.glob("deduped.*"))
@@ -523,3 +524,42 @@ def test_keep_layout_refuses_two_inputs_of_one_name(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
     demo = run("dedup", "--demo", "-o", tmp_path / "demo", "--keep-layout")
     assert demo.exit_code == 2 and "--keep-layout writes a file per input file" in demo.stderr
+
+
+def test_tables_fit_80_columns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every table the commands print fits an 80-column terminal, in each mode and against an
+    index: no line is longer, no row wraps but one holding a path too long for it, and that one
+    folds rather than being cut."""
+    monkeypatch.chdir(tmp_path)
+    write(
+        Path("in.jsonl"),
+        "".join(
+            json.dumps({"id": f"d{i}", "text": f"row {i % 7} of a corpus of short texts"}) + "\n"
+            for i in range(60)
+        ),
+    )
+    work = tmp_path / ("a-rather-long-folder-name-" * 3) / "work"
+    commands = [
+        ("dedup", "--demo", "-o", "demo"),
+        ("dedup", "in.jsonl", "-o", "passes"),
+        ("dedup", "in.jsonl", "-o", "memory", "--output-format", "parquet"),
+        ("dedup", "in.jsonl", "-o", "streamed", "--work-dir", work),
+        ("index", "build", "in.jsonl", "--index", "idx.db", "--id-column", "id"),
+        ("dedup", "in.jsonl", "-o", "against", "--against", "idx.db", "--id-column", "id"),
+        ("index", "stats", "--index", "idx.db"),
+    ]
+    for command in commands:
+        done = CliRunner(env={"COLUMNS": "80"}).invoke(main, [str(a) for a in command])
+        assert done.exit_code == 0, done.output
+        lines = done.stdout.splitlines()
+        assert sum(line.startswith("│") for line in lines) >= 5 or command[:2] == ("index", "build")
+        assert max(len(line) for line in lines) <= 80, done.stdout
+        assert "…" not in done.stdout
+        rows = [line for line in lines if line.startswith("│")]
+        starts = [row for row in rows if not re.match(r"│ +│", row)]
+        wrapped = [row for row, after in itertools.pairwise(rows) if row in starts and after not in starts]
+        assert all(row.startswith(("│ Work dir", "│ Location", "│ Output")) for row in wrapped), done.stdout
+        if "--work-dir" in command:
+            assert wrapped  # the long work dir folds, and every character of it is there
+            shown = "".join(row.split("│")[2].strip() for row in rows[rows.index(wrapped[0]) :])
+            assert str(work) in shown

@@ -32,7 +32,7 @@ def outputs(folder: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(
-    "mode", [(), ("--memory-limit", "1MiB"), ("--work-dir", "WORK")], ids=["memory", "limit", "work-dir"]
+    "mode", [(), ("--work-memory", "1MiB"), ("--work-dir", "WORK")], ids=["memory", "limit", "work-dir"]
 )
 def test_array_gives_the_outputs_of_json_lines(tmp_path: Path, mode: tuple[str, ...]) -> None:
     rows = records()
@@ -53,7 +53,7 @@ def test_array_gives_the_outputs_of_json_lines(tmp_path: Path, mode: tuple[str, 
     assert outputs(tmp_path / "out") == outputs(tmp_path / "want")
 
 
-@pytest.mark.parametrize("mode", [(), ("--memory-limit", "1MiB")], ids=["memory", "limit"])
+@pytest.mark.parametrize("mode", [(), ("--work-memory", "1MiB")], ids=["memory", "limit"])
 def test_skip_drops_bad_elements(tmp_path: Path, mode: tuple[str, ...]) -> None:
     src = tmp_path / "data.json"
     src.write_text(
@@ -73,7 +73,7 @@ def test_skip_drops_bad_elements(tmp_path: Path, mode: tuple[str, ...]) -> None:
     assert (summary["input_rows"], summary["skipped_records"], summary["duplicates_removed"]) == (2, 2, 1)
 
 
-@pytest.mark.parametrize("mode", [(), ("--memory-limit", "1MiB")], ids=["memory", "limit"])
+@pytest.mark.parametrize("mode", [(), ("--work-memory", "1MiB")], ids=["memory", "limit"])
 def test_not_records_is_an_input_error(tmp_path: Path, mode: tuple[str, ...]) -> None:
     src = tmp_path / "data.json"
     src.write_text("3.5\n", encoding="utf-8")

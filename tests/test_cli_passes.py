@@ -150,7 +150,7 @@ def test_a_run_in_passes_writes_what_the_whole_file_run_writes(
     assert summary["engine"]["mode"] == "passes"
     assert summary["engine"]["memory_limit"] == limit
     assert json.loads((tmp_path / "whole" / "summary.json").read_text())["engine"]["mode"] == "in-memory"
-    assert "in memory, input read in passes" in passes.stdout
+    assert "in memory, read in passes" in passes.stdout
     assert not (tmp_path / "passes" / ".neardup-work").exists()
 
 

@@ -29,6 +29,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from neardup.cli import main
+from neardup.engines.streaming import IN_MEMORY_BASE, in_memory_estimate
+from neardup.memory import PROCESS_MEMORY
+from neardup.sizes import format_size
 from synthetic import planted_corpus
 
 LIMIT = "1MiB"  # far below the inputs' in-memory estimate: streams, in chunks of a few dozen rows
@@ -203,7 +206,7 @@ def test_streaming_writes_what_the_in_memory_run_writes(tmp_path: Path, corpus: 
         limit: list[object] = ["--work-dir", work]
     else:
         work = tmp_path / "out" / WORK
-        limit = ["--memory-limit", LIMIT]
+        limit = ["--work-memory", LIMIT]
     streamed = neardup("dedup", *files, "-o", tmp_path / "out", *limit, *args)
     assert streamed.returncode == 0, streamed.stderr
     summary = assert_same_outputs(tmp_path / "out", tmp_path / "mem")
@@ -219,7 +222,8 @@ def test_streaming_writes_what_the_in_memory_run_writes(tmp_path: Path, corpus: 
     engine = summary["engine"]
     assert engine == {
         "mode": "streaming",
-        "memory_limit": 1 << 20 if limit[0] == "--memory-limit" else engine["memory_limit"],
+        "memory_limit": engine["memory_limit"],
+        "work_memory": 1 << 20 if limit[0] == "--work-memory" else engine["memory_limit"] - PROCESS_MEMORY,
         "work_dir": str(work),
         "stages_run": ["read", "signatures", "candidates", "verify", "clusters"],
         "stages_resumed": [],
@@ -229,7 +233,8 @@ def test_streaming_writes_what_the_in_memory_run_writes(tmp_path: Path, corpus: 
         "read", "signatures", "candidates", "shingles", "verify", "clusters", "write", "total"
     }  # fmt: skip
     assert not work.exists()  # removed after success
-    assert "Mode" in streamed.stdout and "streaming (memory limit" in streamed.stdout
+    assert "│ Mode " in streamed.stdout and " streamed │" in streamed.stdout
+    assert "│ Memory limit " in streamed.stdout and " (work " in streamed.stdout
     for label in ("Reading inputs", "MinHash signatures", "Buckets and pairs", "Exact verification"):
         assert label in streamed.stderr or (label == "Exact verification" and "--no-verify" in args)
     assert "Writing outputs" in streamed.stderr
@@ -271,7 +276,7 @@ def wait_for_stage(proc: subprocess.Popen[str], work: Path, stage: str, timeout:
 def test_a_killed_run_resumes_where_it_stopped(tmp_path: Path) -> None:
     corpus = big_corpus(tmp_path, STOPPED_ROWS)
     out = tmp_path / "out"
-    args = ("dedup", corpus, "-o", out, "--id-column", "id", "--memory-limit", LIMIT, "-q", "--json")
+    args = ("dedup", corpus, "-o", out, "--id-column", "id", "--work-memory", LIMIT, "-q", "--json")
     proc = start(*args)
     wait_for_stage(proc, out / WORK, "signatures")
     proc.kill()  # SIGKILL: no clean-up at all
@@ -295,7 +300,7 @@ def test_a_killed_run_resumes_where_it_stopped(tmp_path: Path) -> None:
 def test_an_interrupted_run_says_how_to_resume_and_refuses_changed_input(tmp_path: Path) -> None:
     corpus = big_corpus(tmp_path, STOPPED_ROWS)
     out = tmp_path / "out"
-    args = ("dedup", corpus, "-o", out, "--memory-limit", LIMIT, "-q")
+    args = ("dedup", corpus, "-o", out, "--work-memory", LIMIT, "-q")
     proc = start(*args)
     wait_for_stage(proc, out / WORK, "signatures")
     proc.send_signal(signal.SIGINT)
@@ -335,12 +340,25 @@ def test_an_interrupted_run_says_how_to_resume_and_refuses_changed_input(tmp_pat
         ("6 XB", "--memory-limit: not a size: '6 XB' (try 6GB, 512MiB, 800M or a number of bytes)"),
         ("1000", "--memory-limit must be at least 64 KiB (65536 bytes), got 1000"),
         ("60KiB", "--memory-limit must be at least 64 KiB (65536 bytes), got 60KiB"),
+        (
+            "200MB",
+            "--memory-limit 200 MB is below what a run needs: at least 420 MB (the process itself takes "
+            "about 320 MB, its data at least 100 MB); raise --memory-limit (--work-memory sets the "
+            "streaming engine's share alone)",
+        ),
+        (
+            "1GB --work-memory 700MB",
+            "--work-memory 700 MB and the process's own (about 320 MB) do not fit in --memory-limit 1 GB",
+        ),
+        ("1GB --work-memory 1KB", "--work-memory must be at least 64 KiB (65536 bytes), got 1KB"),
     ],
 )
 def test_bad_memory_limit_is_a_usage_error(tmp_path: Path, limit: str, message: str) -> None:
     corpus = tmp_path / "in.jsonl"
     corpus.write_text('{"text": "a"}\n')
-    done = in_process("dedup", corpus, "-o", tmp_path / "out", "--memory-limit", limit)
+    limit, *work = limit.split(" --work-memory ")
+    work_memory = ["--work-memory", *work] if work else []
+    done = in_process("dedup", corpus, "-o", tmp_path / "out", "--memory-limit", limit, *work_memory)
     assert (done.exit_code, done.stderr, done.stdout) == (2, f"neardup: error: {message}\n", "")
     assert not (tmp_path / "out").exists()
 
@@ -376,14 +394,19 @@ def test_a_work_dir_in_use_is_refused(tmp_path: Path) -> None:
 def test_against_an_index_needs_the_inputs_in_memory(tmp_path: Path) -> None:
     corpus = jsonl_corpus(tmp_path)[0]
     index = tmp_path / "idx.db"
-    done = in_process("dedup", corpus, "-o", tmp_path / "out", "--against", index, "--memory-limit", LIMIT)
+    limit = in_memory_estimate([corpus]) - 1
+    done = in_process("dedup", corpus, "-o", tmp_path / "out", "--against", index, "--memory-limit", limit)
     assert done.exit_code == 2
-    assert done.stderr.startswith(
+    assert done.stderr == (
         "neardup: error: --against needs the inputs in memory, but the inputs (about "
+        f"{format_size(limit + 1)} in memory) exceed --memory-limit {format_size(limit)}; raise "
+        "--memory-limit (or deduplicate the inputs in parts against the index)\n"
     )
-    assert done.stderr.endswith(
-        " in memory) exceed --memory-limit 1 MiB; raise --memory-limit (or deduplicate the inputs in parts "
-        "against the index)\n"
+    done = in_process("dedup", corpus, "-o", tmp_path / "out", "--against", index, "--work-memory", LIMIT)
+    assert (done.exit_code, done.stderr) == (
+        2,
+        "neardup: error: --against needs the inputs in memory, but --work-memory streams the inputs; "
+        "raise --memory-limit (or deduplicate the inputs in parts against the index)\n",
     )
     done = in_process(
         "dedup", corpus, "-o", tmp_path / "out", "--against", index, "--work-dir", tmp_path / "w"
@@ -404,7 +427,7 @@ def test_against_an_index_needs_the_inputs_in_memory(tmp_path: Path) -> None:
 def test_an_output_dir_that_is_a_file_is_refused(tmp_path: Path) -> None:
     corpus = jsonl_corpus(tmp_path)[0]
     (tmp_path / "out").write_text("a file")
-    done = in_process("dedup", corpus, "-o", tmp_path / "out", "--memory-limit", LIMIT, "-q")
+    done = in_process("dedup", corpus, "-o", tmp_path / "out", "--work-memory", LIMIT, "-q")
     assert (done.exit_code, done.stderr) == (
         1,
         f"neardup: error: {tmp_path / 'out'}: exists and is not a directory\n",
@@ -414,7 +437,7 @@ def test_an_output_dir_that_is_a_file_is_refused(tmp_path: Path) -> None:
 def test_a_bad_record_stops_a_streaming_run_and_keeps_its_work(tmp_path: Path) -> None:
     files = jsonl_corpus(tmp_path)
     out = tmp_path / "out"
-    done = neardup("dedup", *files, "-o", out, "--memory-limit", LIMIT, "-q")
+    done = neardup("dedup", *files, "-o", out, "--work-memory", LIMIT, "-q")
     assert done.returncode == 1
     assert done.stderr == (
         f"neardup: error: {files[1]}:8: malformed JSON: Expecting property name enclosed in double quotes "
@@ -438,7 +461,7 @@ def test_work_dir_files_left_by_the_user_stay(tmp_path: Path) -> None:
 def test_inputs_that_fit_run_in_memory(tmp_path: Path) -> None:
     corpus = jsonl_corpus(tmp_path)[0]
     size = corpus.stat().st_size
-    limit = 256 * 2**20 + 7 * size  # the estimate: 256 MiB + 7 bytes per byte of JSON Lines
+    limit = IN_MEMORY_BASE + 7 * size  # the estimate: the base + 7 bytes per byte of JSON Lines
     parquet = ("--output-format", "parquet", "--json", "-q")  # JSON Lines out would be read in passes
     done = in_process("dedup", corpus, "-o", tmp_path / "a", "--memory-limit", limit, *parquet)
     assert json.loads(done.stdout)["engine"]["mode"] == "in-memory"
@@ -446,7 +469,7 @@ def test_inputs_that_fit_run_in_memory(tmp_path: Path) -> None:
     assert json.loads(done.stdout)["engine"]["mode"] == "passes"  # one JSON Lines file: read, not held
     assert sorted(os.listdir(tmp_path / "b")) == sorted(os.listdir(tmp_path / "a"))
     lines = 80  # a run in passes holds its signatures and ~2 bytes per byte of JSON Lines
-    below = 256 * 2**20 + lines * (4 * 128 + 256) + 2 * size - 1
+    below = IN_MEMORY_BASE + lines * (4 * 128 + 256) + 2 * size - 1
     done = in_process("dedup", corpus, "-o", tmp_path / "c", "--memory-limit", below, *parquet)
     assert json.loads(done.stdout)["engine"]["mode"] == "streaming"
     assert sorted(os.listdir(tmp_path / "c")) == sorted(os.listdir(tmp_path / "a"))

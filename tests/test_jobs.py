@@ -49,7 +49,7 @@ def test_a_job_in_each_mode_removes_the_same_rows(tmp_path: Path) -> None:
     for mode, extra in (
         ("passes", {}),
         ("in-memory", {"output_format": "csv"}),
-        ("streaming", {"work_dir": tmp_path / "work", "memory_limit": "1MiB"}),
+        ("streaming", {"work_dir": tmp_path / "work", "work_memory": "1MiB"}),
     ):
         job = DedupJob(
             inputs=[corpus], output_dir=tmp_path / mode, read=read, settings={"threshold": 0.7}, **extra

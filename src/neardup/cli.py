@@ -31,7 +31,7 @@ EXIT_INPUT = 1
 EXIT_USAGE = 2
 _MAX_SKIP_LINES = 20
 _D = DedupConfig()  # the defaults shown in --help
-_MODES = {"in-memory": "in memory", "passes": "in memory, input read in passes", "streaming": "streaming"}
+_MODES = {"in-memory": "in memory", "passes": "in memory, read in passes", "streaming": "streamed"}
 
 
 def _size(n: int) -> str:
@@ -285,8 +285,16 @@ def _index_settings_options(f: Any) -> Any:
     "--memory-limit",
     metavar="SIZE",
     default=None,
-    help="Memory to stay within (6GB, 512MiB, 800M or bytes); inputs estimated larger are streamed "
-    "through a work dir.  [default: a quarter of RAM]",
+    help="Memory for the whole process to stay within (6GB, 512MiB, 800M or bytes; at least 420 "
+    "MB); inputs estimated larger are streamed through a work dir.  [default: a quarter of RAM]",
+)
+@click.option(
+    "--work-memory",
+    metavar="SIZE",
+    default=None,
+    help="Streaming: memory for the engine's chunks, buckets and merges; giving it always streams. "
+    "Smaller is slower, never different.  [default: --memory-limit less the process's own, about "
+    "320 MB]",
 )
 @click.option(
     "--work-dir",
@@ -335,6 +343,7 @@ def dedup(
     against: str | None,
     update_index: bool,
     memory_limit: str | None,
+    work_memory: str | None,
     work_dir: Path | None,
     resume: bool,
     quiet: bool,
@@ -356,13 +365,14 @@ def dedup(
     kept rows are added to the index (after the outputs are written), so the
     same command run again drops every row.
 
-    Inputs estimated too large for --memory-limit (or any run given --work-dir)
-    are streamed: read a batch at a time, their signatures, buckets and pairs
+    Inputs estimated too large for --memory-limit (or any run given --work-dir
+    or --work-memory) are streamed: read a batch at a time, their signatures, buckets and pairs
     spilled to the work dir, the outputs written a batch at a time. The results
     are the same. An interrupted streaming run resumes when the same command is
     run again; the work dir is removed when the run succeeds.
     """
     from neardup.jobs import DedupJob
+    from neardup.memory import MemoryBudget
 
     if demo and inputs:
         _fail("give either INPUT files or --demo, not both", EXIT_USAGE)
@@ -372,8 +382,9 @@ def dedup(
         _fail("--update-index needs --against PATH|URL", EXIT_USAGE)
     if update_index and id_column is None and not demo:
         _fail(_NEED_KEYS.format(what="--update-index"), EXIT_USAGE)
-    if demo and work_dir is not None:
-        _fail("--work-dir streams files; the --demo sample is read in memory", EXIT_USAGE)
+    if demo and (work_dir is not None or work_memory is not None):
+        streams = "--work-dir" if work_dir is not None else "--work-memory"
+        _fail(f"{streams} streams files; the --demo sample is read in memory", EXIT_USAGE)
     settings = _given_settings(
         shingle=shingle,
         ngram=ngram,
@@ -407,11 +418,12 @@ def dedup(
             against=against,
             update_index=update_index,
             memory_limit=memory_limit,
+            work_memory=work_memory,
             work_dir=work_dir,
             resume=resume,
         )
         job.config()  # settings are checked before anything is read
-        _memory_limit(memory_limit)
+        MemoryBudget.of(memory_limit, work_memory)
     if workers is not None:
         _set_workers(workers)
     _prepare_kernels(quiet)
@@ -499,6 +511,7 @@ _FLAGS = {
     "keep_shingles=True": "--keep-shingles",
     "update_index": "--update-index",
     "memory_limit": "--memory-limit",
+    "work_memory": "--work-memory",
     "work_dir": "--work-dir",
     "against needs": "--against needs",
     "unknown output": "unknown --outputs table",
@@ -523,13 +536,6 @@ _FLAG_WORDS = re.compile(r"(?<![\w-])(" + "|".join(re.escape(k) for k in _FLAGS)
 def _flag_names(message: str) -> str:
     """A library message about settings with the command's flags in place of keyword names."""
     return _FLAG_WORDS.sub(lambda m: _FLAGS[m.group(1)], message)
-
-
-def _memory_limit(text: str | None) -> int:
-    """The --memory-limit in bytes (the engine's default when not given); bad ones raise ConfigError."""
-    from neardup.sizes import memory_limit_bytes
-
-    return memory_limit_bytes(text)
 
 
 def _print_shape(console: Console, config: DedupConfig) -> None:
@@ -607,7 +613,7 @@ def _progress(console: Console) -> Iterator[Any]:
 def _print_summary(console: Console, s: dict[str, Any]) -> None:
     table = Table(title="neardup dedup", show_header=False, title_justify="left")
     table.add_column("figure", style="bold")
-    table.add_column("value", justify="right")
+    table.add_column("value", justify="right", overflow="fold")  # a long path folds, never cut
     rows = [
         ("Input rows", f"{s['input_rows']:,}"),
         ("Skipped records", f"{s['skipped_records']:,}"),
@@ -627,7 +633,11 @@ def _print_summary(console: Console, s: dict[str, Any]) -> None:
     engine = s.get("engine")
     if engine is not None:
         mode = _MODES.get(engine["mode"], engine["mode"])
-        rows.insert(-2, ("Mode", f"{mode} (memory limit {_size(engine['memory_limit'])})"))
+        rows.insert(-2, ("Mode", mode))
+        limit = _size(engine["memory_limit"])
+        if "work_memory" in engine:
+            limit += f" (work {_size(engine['work_memory'])})"
+        rows.insert(-2, ("Memory limit", limit))
         if engine["mode"] == "streaming":
             rows.insert(-2, ("Stages resumed", ", ".join(engine["stages_resumed"]) or "none"))
             rows.append(("Work dir", f"{engine['work_dir']} (removed)"))
@@ -985,7 +995,7 @@ def index_stats(index_url: str, as_json: bool) -> None:
     size = stats["size_bytes"]
     table = Table(title="neardup index", show_header=False, title_justify="left")
     table.add_column("figure", style="bold")
-    table.add_column("value")
+    table.add_column("value", overflow="fold")  # a long path folds, never cut
     for name, value in (
         ("Location", stats["url"]),
         ("Backend", stats["backend"]),
@@ -996,10 +1006,8 @@ def index_stats(index_url: str, as_json: bool) -> None:
         ("Seed", f"{s['seed']}"),
         (
             "Normalisation",
-            ", ".join(
-                f"{name}={'on' if s[name] else 'off'}"
-                for name in ("nfkc", "strip_accents", "lowercase", "strip_punctuation")
-            ),
+            ", ".join(name for name in ("nfkc", "strip_accents", "lowercase", "strip_punctuation") if s[name])
+            or "none",
         ),
         ("Format version", f"{s['format_version']} (hash version {s['hash_version']})"),
         ("Size on disk", "unknown" if size is None else f"{size:,} bytes"),

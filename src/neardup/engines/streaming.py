@@ -33,26 +33,33 @@ from neardup.config import DedupConfig
 from neardup.engines import manifest
 from neardup.engines.external import ExternalResult, dedup_external
 from neardup.engines.manifest import check_input_identity, locked, manifest_for
-from neardup.engines.plan import Plan
+from neardup.engines.plan import MIN_MEMORY_LIMIT, Plan
 from neardup.engines.source import fingerprint, prefetched
 from neardup.errors import ConfigError, InputError
 from neardup.io import OutputDir, ReadOptions, expand_inputs
 from neardup.io.inputs import detect_format
 from neardup.io.stream import CorpusStream, file_stamps, read_options_facts, scan
+from neardup.memory import least_memory_limit
 from neardup.outputs import write_outputs
 from neardup.pipeline import Progress
+from neardup.sizes import format_size
 
 WORK_DIR_NAME = ".neardup-work"
 """The default work directory's name, inside the output directory."""
 INPUT_DIR = "input"
 
+HELD_PER_DOCUMENT = 128
+"""Bytes held per document whatever the chunks (the engine's arrays, the id check's flag; an id
+column's values come on top): a work memory derived from the limit leaves this out of the
+engine's share."""
 IN_MEMORY_FACTOR = 7
 """Peak memory of the in-memory run per byte of (uncompressed) input, above the process's own:
 the table, its text as one batch, signatures, the output tables and the writers' buffers.
 Measured with the CLI (``benchmarks/RESULTS.md``, "Corpora larger than memory"): 6.1 on JSON
 Lines, 6.5 on Parquet (per byte of the same records as JSON Lines)."""
-IN_MEMORY_BASE = 256 << 20
-"""Memory of the process before it reads anything (interpreter, numba, pyarrow: about 150 MB)."""
+IN_MEMORY_BASE = least_memory_limit()
+"""What a run holds before its data counts: the process's own and the least work memory (the
+readers' blocks, the writers' buffers); see :mod:`neardup.memory`."""
 EXPANSION = {"gzip": 4, "parquet": 2}
 """Bytes of input per byte of file: gzip and Parquet files are compressed (Parquet with snappy
 held 1.7 bytes of JSON Lines per byte in the measurement above)."""
@@ -101,6 +108,7 @@ class StreamingRun:
         work_dir: Path,
         memory_limit: int,
         resume: bool = True,
+        held_per_document: int = 0,
     ) -> None:
         self.inputs = list(inputs)
         self.options = options
@@ -108,6 +116,7 @@ class StreamingRun:
         self.work_dir = work_dir
         self.memory_limit = memory_limit
         self.resume = resume
+        self.held_per_document = held_per_document
         self.batch_bytes = batch_bytes_for(memory_limit)
         self.seconds: dict[str, float] = {}
         self.stream: CorpusStream | None = None
@@ -173,13 +182,25 @@ class StreamingRun:
             stream.texts,
             self.config,
             work_dir=self.work_dir,
-            memory_limit=self.memory_limit,
+            memory_limit=self._engine_memory(stream.rows),
             text_column=stream.text_column,
             progress=on_progress,
             resume=self.resume,
             input_identity=self._identity,
         )
         return self.result
+
+    def _engine_memory(self, rows: int) -> int:
+        """The engine's share: the work memory less what ``rows`` documents hold whatever the
+        chunks (with ``held_per_document``); too little left is a ConfigError with the figure."""
+        held = self.held_per_document * rows
+        if self.memory_limit - held >= MIN_MEMORY_LIMIT:
+            return self.memory_limit - held
+        raise ConfigError(
+            f"{rows:,} documents hold about {format_size(held)} in memory whatever the chunks, more "
+            f"than the work memory ({format_size(self.memory_limit)}: memory_limit less the process's "
+            "own) leaves the engine; raise memory_limit"
+        )
 
     def write(self, target: OutputDir, fmt: str, progress: Progress | None = None) -> None:
         """Write the six output tables into ``target`` (open), as the in-memory run writes them."""

@@ -24,7 +24,7 @@ from neardup.io.writers import output_tables
 from neardup.jobs import modes
 from neardup.jobs.events import RunEvents
 from neardup.jobs.modes import in_memory, in_passes, streamed
-from neardup.sizes import memory_limit_bytes
+from neardup.memory import MemoryBudget
 
 __all__ = ["DedupJob", "Mode", "choose_mode", "run_dedup"]
 
@@ -38,12 +38,14 @@ _RUN_OPTIONS = ("max_bucket_size", "verify", "keep", "match_empty")
 class DedupJob:
     """Everything one run needs, as the user gives it.
 
-    ``settings`` are :meth:`DedupConfig.create`'s keywords as given (``None`` or absent: the
-    default, or with ``against`` the index's). ``memory_limit`` is bytes or a size string
-    (``"6GB"``, ``"512MiB"``); ``None`` is a quarter of RAM. ``outputs`` names the tables to
-    write (:data:`~neardup.io.writers.OUTPUT_TABLES`, default all); ``summary.json`` always is.
-    ``keep_layout`` writes ``deduped`` as a folder of one file per input file, under its path
-    below the inputs' common folder, in the output format.
+        ``settings`` are :meth:`DedupConfig.create`'s keywords as given (``None`` or absent: the
+        default, or with ``against`` the index's). ``memory_limit`` is bytes or a size string
+        (``"6GB"``, ``"512MiB"``) for the whole process; ``None`` is a quarter of RAM. ``work_memory``
+    is the streaming engine's share of it (default: the limit less the process's own, about 320 MB;
+    :mod:`neardup.memory`); like ``work_dir``, giving it streams. ``outputs`` names the tables to
+        write (:data:`~neardup.io.writers.OUTPUT_TABLES`, default all); ``summary.json`` always is.
+        ``keep_layout`` writes ``deduped`` as a folder of one file per input file, under its path
+        below the inputs' common folder, in the output format.
     """
 
     inputs: Sequence[str | Path] = ()
@@ -57,6 +59,7 @@ class DedupJob:
     against: str | None = None
     update_index: bool = False
     memory_limit: int | str | None = None
+    work_memory: int | str | None = None
     work_dir: Path | None = None
     resume: bool = True
 
@@ -65,8 +68,8 @@ class DedupJob:
         return DedupConfig.create(**{k: v for k, v in self.settings.items() if v is not None})
 
 
-def _checked(job: DedupJob) -> int:
-    """The job's memory limit in bytes; inconsistent arguments are a ConfigError."""
+def _checked(job: DedupJob) -> MemoryBudget:
+    """The job's memory budget; inconsistent arguments are a ConfigError."""
     if job.demo and job.inputs:
         raise ConfigError("give either inputs or demo, not both")
     if not job.demo and not job.inputs:
@@ -78,21 +81,23 @@ def _checked(job: DedupJob) -> int:
             "update_index needs id_column: index keys are the id column's values, and generated row "
             "numbers would clash between runs"
         )
-    if job.demo and job.work_dir is not None:
-        raise ConfigError("work_dir streams files; the demo sample is read in memory")
+    if job.demo and (job.work_dir is not None or job.work_memory is not None):
+        streams = "work_dir" if job.work_dir is not None else "work_memory"
+        raise ConfigError(f"{streams} streams files; the demo sample is read in memory")
     output_tables(job.outputs)
     if job.demo and job.keep_layout:
         raise ConfigError("keep_layout writes a file per input file; the demo sample has none")
-    return memory_limit_bytes(job.memory_limit)
+    return MemoryBudget.of(job.memory_limit, job.work_memory)
 
 
 def choose_mode(job: DedupJob) -> Mode:
-    """Where ``job`` runs: ``streaming`` with a work dir or inputs estimated past the memory limit,
+    """Where ``job`` runs: ``streaming`` with a work dir or work memory given, or inputs estimated
+    past the memory limit,
     ``passes`` for one JSON Lines file that reads the same in passes within it, else
     ``in-memory``. Reads no more of the inputs than the passes' line scan."""
     if job.demo:
         return "in-memory"
-    mode = _mode(job, _expanded(job), memory_limit_bytes(job.memory_limit))
+    mode = _mode(job, _expanded(job), MemoryBudget.of(job.memory_limit, job.work_memory))
     return "passes" if isinstance(mode, tuple) else mode
 
 
@@ -116,24 +121,25 @@ def run_dedup(job: DedupJob, events: RunEvents | None = None) -> dict[str, Any]:
     ('in-memory', True)
     """
     events = events or RunEvents()
-    limit = _checked(job)
+    budget = _checked(job)
+    limit = budget.limit
     config = job.config()
     paths = None if job.demo else _expanded(job)
     if job.against is None:
-        mode = "in-memory" if paths is None else _mode(job, paths, limit)
+        mode = "in-memory" if paths is None else _mode(job, paths, budget)
         if isinstance(mode, tuple):  # one JSON Lines file, read in passes
             try:
                 return in_passes(mode[1], config=config, job=job, memory_limit=limit, events=events)
             except WholeReadNeededError:
                 mode = mode[0]  # nothing decided or written yet: the file is read whole
         if mode == "streaming":
-            return streamed(job.inputs, config=config, job=job, memory_limit=limit, events=events)
+            return streamed(job.inputs, config=config, job=job, budget=budget, events=events)
         corpus, seconds = _load(job)
         return in_memory(
             corpus, config=config, job=job, memory_limit=limit, events=events, read_seconds=seconds
         )
     if paths is not None:
-        _refuse_streaming_against(job, paths, limit)
+        _refuse_streaming_against(job, paths, budget)
     # open_index checks the signature settings against the index's, and makes a new one from them
     with open_index(job.against, settings=job.settings, create=job.update_index) as index:
         config = _with_run_options(index.settings.to_config(), job.settings)
@@ -153,29 +159,33 @@ def _expanded(job: DedupJob) -> list[Path]:
     return expand_inputs(list(job.inputs))
 
 
-def _mode(job: DedupJob, paths: list[Path], limit: int) -> Mode | tuple[Mode, Any]:
+def _mode(job: DedupJob, paths: list[Path], budget: MemoryBudget) -> Mode | tuple[Mode, Any]:
     """The mode, or ``(fallback, reader)`` for a run in passes."""
     from neardup.engines.streaming import fits_in_memory
 
-    streaming = job.work_dir is not None or not fits_in_memory(paths, limit)
+    told = job.work_dir is not None or budget.work_given
+    streaming = told or not fits_in_memory(paths, budget.limit)
     fallback: Mode = "streaming" if streaming else "in-memory"
-    if job.work_dir is None and (streaming or _lines_out(job)):
+    if not told and (streaming or _lines_out(job)):
         num_perm = job.config().minhash.num_perm
-        reader = modes.passes_reader(paths, job.read, limit, num_perm, lines_out=_lines_out(job))
+        reader = modes.passes_reader(paths, job.read, budget.limit, num_perm, lines_out=_lines_out(job))
         if reader is not None:
             return fallback, reader
     return fallback
 
 
-def _refuse_streaming_against(job: DedupJob, paths: list[Path], limit: int) -> None:
+def _refuse_streaming_against(job: DedupJob, paths: list[Path], budget: MemoryBudget) -> None:
     from neardup.engines.streaming import fits_in_memory, in_memory_estimate
     from neardup.sizes import format_size
 
-    if job.work_dir is None and fits_in_memory(paths, limit):
+    limit = budget.limit
+    if job.work_dir is None and not budget.work_given and fits_in_memory(paths, limit):
         return
     why = (
         "work_dir streams the inputs"
         if job.work_dir is not None
+        else "work_memory streams the inputs"
+        if budget.work_given
         else f"the inputs (about {format_size(in_memory_estimate(paths))} in memory) exceed "
         f"memory_limit {format_size(limit)}"
     )

@@ -24,6 +24,7 @@ from neardup.jobs.summary import engine_without_work_dir, summary_of
 if TYPE_CHECKING:
     from neardup.index import LSHIndex
     from neardup.jobs.dedup import DedupJob
+    from neardup.memory import MemoryBudget
 
 WRITE_ITEMS = 1 << 20
 """Ids per slice of clusters / candidate_pairs / lsh_buckets."""
@@ -201,11 +202,16 @@ def in_passes(
 
 
 def streamed(
-    inputs: Sequence[str | Path], *, config: DedupConfig, job: DedupJob, memory_limit: int, events: RunEvents
+    inputs: Sequence[str | Path],
+    *,
+    config: DedupConfig,
+    job: DedupJob,
+    budget: MemoryBudget,
+    events: RunEvents,
 ) -> dict[str, Any]:
     """The streaming run: scan, engine, outputs a batch at a time, through a work dir. A failure
     keeps the work dir, and the exception's note says so."""
-    from neardup.engines.streaming import WORK_DIR_NAME, StreamingRun
+    from neardup.engines.streaming import HELD_PER_DOCUMENT, WORK_DIR_NAME, StreamingRun
 
     t0 = time.perf_counter()
     if job.output_dir.exists() and not job.output_dir.is_dir():
@@ -216,8 +222,9 @@ def streamed(
         job.read,
         config,
         work_dir=job.work_dir or job.output_dir / WORK_DIR_NAME,
-        memory_limit=memory_limit,
+        memory_limit=budget.work,
         resume=job.resume,
+        held_per_document=0 if budget.work_given else HELD_PER_DOCUMENT,
     )
     try:
         with run:
@@ -226,7 +233,12 @@ def streamed(
             result = run.dedup(events.progress)
             fmt = job.output_format or default_output_format(stream.family)
             figures = result.summary()
-            figures["engine"].update(stages_run=["read", *result.ran], stages_resumed=run.stages_resumed())
+            figures["engine"].update(
+                memory_limit=budget.limit,
+                work_memory=budget.work,
+                stages_run=["read", *result.ran],
+                stages_resumed=run.stages_resumed(),
+            )
             summary = summary_of(stream, figures, job, fmt, run.seconds["read"])
             with output_dir(job, stream.sources, fmt) as target:
                 run.write(target, fmt, events.progress)
