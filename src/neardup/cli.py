@@ -583,6 +583,8 @@ def _progress(console: Console) -> Iterator[Any]:
         "verify": "Exact verification",
         "clusters": "Clusters",
         "write": "Writing outputs",
+        "pages": "Copying pages",
+        "documents": "Copying documents",
     }
     bar = Progress(
         TextColumn("{task.description:<20}"),
@@ -732,7 +734,7 @@ def _insert_corpus(index: Any, corpus: Any, console: Console) -> int:
 
 @main.group()
 def index() -> None:
-    """Build, grow, query and inspect a persistent LSH index.
+    """Build, grow, query, inspect and back up a persistent LSH index.
 
     An index lives in an SQLite file (idx.db, sqlite:///abs/idx.db) or on a
     Redis server (redis://host:port/db). It stores its settings, and every
@@ -1014,6 +1016,89 @@ def index_stats(index_url: str, as_json: bool) -> None:
     ):
         table.add_row(name, value)
     Console(soft_wrap=True).print(table)
+
+
+def _copy_index(
+    restore: bool, source: str, dest: str, replace_existing: bool, as_json: bool, quiet: bool
+) -> None:
+    """Run a backup or a restore with progress bars, then print its summary or figures."""
+    from neardup.jobs import BackupNotFoundError, IndexExistsError, backup_index, restore_index
+
+    copy = restore_index if restore else backup_index
+    err = Console(stderr=True, quiet=quiet)
+    with _errors():
+        try:
+            with interrupts.DeferredInterrupt(), _progress(err) as on_progress:
+                figures = copy(source, dest, replace=replace_existing, progress=on_progress)
+        except BackupNotFoundError as exc:
+            _fail(str(exc), EXIT_INPUT)
+        except IndexExistsError as exc:
+            _fail(f"{exc}; pass --replace to overwrite it, or choose another DEST", EXIT_INPUT)
+    if as_json:
+        click.echo(json.dumps(figures, indent=2, ensure_ascii=False))
+        return
+    if not quiet:
+        size = figures["size_bytes"]
+        details = [figures["method"], *([] if size is None else [_size(size)]), f"{figures['seconds']:.2f} s"]
+        if figures["attempts"] > 1:
+            details.append(f"{figures['attempts']} attempts")
+        if figures["replaced"]:
+            details.append(f"replaced {_count(figures['replaced'], 'document')}")
+        verb = "Restored" if restore else "Backed up"
+        documents = _count(figures["documents"], "document")
+        click.echo(f"{verb} {documents} from {source} to {dest} ({', '.join(details)})")
+
+
+_replace_dest = click.option(
+    "--replace", "replace_existing", is_flag=True, help="Overwrite a DEST that already holds an index."
+)
+_copy_json = click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+
+
+@index.command("backup")
+@click.argument("source", metavar="SRC")
+@click.argument("dest", metavar="DEST")
+@_replace_dest
+@_copy_json
+@_quiet
+def index_backup(source: str, dest: str, replace_existing: bool, as_json: bool, quiet: bool) -> None:
+    """Copy the index at SRC to DEST, consistently, while SRC stays in use.
+
+    SRC and DEST are SQLite files (idx.db, sqlite:///abs/idx.db) or Redis
+    locations (redis://host:port/db?prefix=name). An SQLite SRC is copied with
+    SQLite's online backup API from one snapshot, while other processes keep
+    reading and writing it; any other SRC is read in batches, and read again if
+    a write came meanwhile (a few times, then the backup fails). DEST appears
+    only complete: a file is written beside it and renamed, a Redis index is
+    written under a prefix of its own and moved onto DEST's in one step; a
+    failed backup leaves DEST as it was.
+
+    A DEST that holds documents is refused unless --replace is given; an SQLite
+    DEST that another process has open is always refused. --json prints the
+    figures: documents, source, destination, their backends, method, attempts,
+    replaced (documents DEST held), seconds and size_bytes.
+    """
+    _copy_index(False, source, dest, replace_existing, as_json, quiet)
+
+
+@index.command("restore")
+@click.argument("source", metavar="BACKUP")
+@click.argument("dest", metavar="DEST")
+@_replace_dest
+@_copy_json
+@_quiet
+def index_restore(source: str, dest: str, replace_existing: bool, as_json: bool, quiet: bool) -> None:
+    """Copy the backup at BACKUP to DEST, an SQLite file or a Redis location.
+
+    BACKUP is what neardup index backup wrote (any index location will do).
+    The copy is made as a backup is, with the same guarantees: DEST appears
+    only complete, in one step (a Redis service using DEST sees the old index,
+    then the restored one), and a failed restore leaves DEST as it was. A DEST
+    that holds documents is refused unless --replace is given; an SQLite DEST
+    that another process has open is always refused (stop it first). --json
+    prints the figures, as for neardup index backup.
+    """
+    _copy_index(True, source, dest, replace_existing, as_json, quiet)
 
 
 class _WithoutPandas(importlib.abc.MetaPathFinder):

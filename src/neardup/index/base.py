@@ -174,6 +174,11 @@ class Storage(Protocol):
         """Every stored key, in insertion order."""
         ...
 
+    def epoch(self) -> int:
+        """A number that changes with every committed write, by this storage or any other
+        process: two equal readings prove that no write came between them."""
+        ...
+
     def size_bytes(self) -> int | None:
         """Bytes on disk (or on the server), None when unknown."""
         ...

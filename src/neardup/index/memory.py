@@ -20,6 +20,7 @@ class MemoryStorage:
         self._shingles: dict[str, np.ndarray | None] = {}
         self._doc_buckets: dict[str, list[tuple[int, int]]] = {}
         self._buckets: dict[tuple[int, int], set[str]] = {}
+        self._epoch = 0
 
     @property
     def url(self) -> str:
@@ -30,6 +31,7 @@ class MemoryStorage:
 
     def write_settings(self, settings: dict[str, Any]) -> None:
         self._settings = copy.deepcopy(settings)
+        self._epoch += 1
 
     def insert(
         self,
@@ -45,6 +47,7 @@ class MemoryStorage:
         sigs = np.array(signatures, dtype=np.uint32)  # a copy the caller cannot change
         band_rows = np.asarray(band_keys, dtype=np.uint64).tolist()
         self._discard(keys)
+        self._epoch += 1
         for i, key in enumerate(keys):
             self._signatures[key] = sigs[i]
             self._shingles[key] = None if shingles is None else np.array(shingles[i], dtype=np.uint64)
@@ -71,6 +74,7 @@ class MemoryStorage:
         return [self._shingles[k] for k in keys]
 
     def remove(self, keys: Sequence[str]) -> int:
+        self._epoch += 1
         return self._discard(keys)
 
     def _discard(self, keys: Sequence[str]) -> int:
@@ -95,6 +99,9 @@ class MemoryStorage:
 
     def keys(self) -> Iterator[str]:
         return iter(list(self._signatures))
+
+    def epoch(self) -> int:
+        return self._epoch
 
     def size_bytes(self) -> int | None:
         return None

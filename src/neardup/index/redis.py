@@ -48,6 +48,11 @@ runs again as one read-only script that does the same inside Redis (which costs 
 about twice as much: a script pays to copy each shard in). The scripts build key names at run
 time, so the layout needs a single Redis server (not Redis Cluster).
 
+:meth:`RedisStorage.move_to` replaces the index under another prefix of the same database by this
+one in one script (the other's keys deleted, this one's renamed onto them, its epoch raised above
+both), and :meth:`RedisStorage.drop` deletes an index's keys: both name every key the layout can
+have, the nine above and the ``bands * 2048`` shards, so no key of another prefix is touched.
+
 redis-py's default socket timeout (five seconds) is raised to ``_SOCKET_TIMEOUT_S``: a large batch
 keeps the server busy for seconds.
 
@@ -302,6 +307,54 @@ return {found, ids, keys, call('HMGET', present, 1, c, prefix .. 'sig'), sh}
 """
 
 
+# ARGV: 'drop' or 'move', a prefix P and its index's bands, then (move) a prefix Q, its index's
+# bands and 'replace' or not. drop deletes the keys of the index under P; move deletes those under
+# Q, renames P's onto them and sets Q's epoch above both old ones (a reader between two round trips
+# sees a change), and returns 0; without 'replace' an index under Q that holds documents stays,
+# and move returns how many.
+_LUA_KEYS = """
+local char, floor, fmt = string.char, math.floor, string.format
+local names = {'layout', 'settings', 'seq', 'epoch', 'docs', 'keys', 'sig', 'shingles', 'bands'}
+local function keys_of(prefix, bands)
+    local out = {}
+    for i, name in ipairs(names) do out[i] = prefix .. name end
+    local head = prefix .. 't:'
+    for band = 0, bands - 1 do
+        for top = 0, __SHARDS__ - 1 do
+            local shard = band * 65536 + top * __LOW__
+            out[#out + 1] = head .. char(floor(shard / 16777216), floor(shard / 65536) % 256,
+                                         floor(shard / 256) % 256, shard % 256)
+        end
+    end
+    return out
+end
+local function delete(keys)
+    for lo = 1, #keys, 4000 do
+        redis.call('DEL', unpack(keys, lo, math.min(lo + 3999, #keys)))
+    end
+end
+local from = keys_of(ARGV[2], tonumber(ARGV[3]))
+if ARGV[1] == 'drop' then
+    delete(from)
+    return 0
+end
+local target = ARGV[4]
+if ARGV[6] ~= 'replace' then
+    local held = redis.call('ZCARD', target .. 'docs')
+    if held > 0 then return held end
+end
+local epoch = math.max(tonumber(redis.call('GET', target .. 'epoch')) or 0,
+                       tonumber(redis.call('GET', ARGV[2] .. 'epoch')) or 0)
+delete(keys_of(target, tonumber(ARGV[5])))
+local to = keys_of(target, tonumber(ARGV[3]))
+for i = 1, #from do
+    if redis.call('EXISTS', from[i]) == 1 then redis.call('RENAME', from[i], to[i]) end
+end
+redis.call('SET', target .. 'epoch', fmt('%d', epoch + 1))
+return 0
+""".replace("__SHARDS__", str(1 << _SHARD_BITS)).replace("__LOW__", str(1 << (16 - _SHARD_BITS)))
+
+
 class _Script:
     """A Lua script's text and SHA1."""
 
@@ -314,6 +367,7 @@ _INSERT = _Script(_LUA_INSERT)
 _REMOVE = _Script(_LUA_REMOVE)
 _FETCH = _Script(_LUA_FETCH)
 _LOOKUP = _Script(_LUA_LOOKUP)
+_KEYS = _Script(_LUA_KEYS)
 
 
 def _bulk(item: bytes) -> bytes:
@@ -410,6 +464,15 @@ def _split_prefix(url: str) -> tuple[str, str]:
     return urlunsplit(parts._replace(query=urlencode(rest))), prefix
 
 
+def _with_prefix(url: str, prefix: str) -> str:
+    """``url`` with its prefix parameter set to ``prefix``."""
+    parts = urlsplit(url)
+    query = [
+        (name, value) for name, value in parse_qsl(parts.query, keep_blank_values=True) if name != "prefix"
+    ]
+    return urlunsplit(parts._replace(query=urlencode([*query, ("prefix", prefix)])))
+
+
 # what a lookup path returns: per hit (bucket, id) the bucket's and the id's places, then per id
 # (5 bytes) its key, signature and shingles (when asked), None where gone
 _Found = tuple[np.ndarray, np.ndarray, list[Any], list[Any], list[Any] | None]
@@ -427,6 +490,7 @@ class RedisStorage:
 
     def __init__(self, url: str, *, options: Mapping[str, Any] | None = None) -> None:
         self._url = _redact(url)
+        self._given = (url, options)  # for sibling()
         try:
             import redis
         except ImportError as exc:
@@ -956,8 +1020,63 @@ class RedisStorage:
             for member, _ in page:
                 yield member.decode()
 
+    def epoch(self) -> int:
+        """``P:epoch``: raised by every insert and removal in the step that makes it."""
+        with self._errors("reading the epoch"):
+            return int(self._client.get(self._k_epoch) or 0)
+
     def size_bytes(self) -> int | None:
         return None
+
+    # -- whole indexes -------------------------------------------------------------------------
+
+    @property
+    def database(self) -> tuple[str, int, int]:
+        """(host or socket path, port, db): storages with equal ones and equal prefixes share
+        one index."""
+        kwargs = self._client.connection_pool.connection_kwargs
+        return (
+            str(kwargs.get("path") or kwargs.get("host")),
+            int(kwargs.get("port") or 0),
+            int(kwargs.get("db") or 0),
+        )
+
+    def sibling(self, prefix: str) -> RedisStorage:
+        """A storage in the same database, reached the same way, under the key prefix ``prefix``."""
+        url, options = self._given
+        return RedisStorage(_with_prefix(url, prefix), options=options)
+
+    def _bands(self) -> int:
+        settings = self.read_settings()
+        return int(settings.get("bands", 0)) if settings else 0
+
+    def drop(self) -> None:
+        """Delete every key of this index, its layout included, in one step (then close it)."""
+        bands = self._bands()
+        with self._errors("deleting the index"):
+            self._run(_KEYS, 3, _bulks([b"drop", self._prefix_bytes, b"%d" % bands]))
+
+    def move_to(self, target: RedisStorage, *, replace: bool = True) -> int:
+        """Make this index the one under ``target``'s prefix, in one step, and return 0:
+        ``target``'s keys are deleted and this index's renamed onto them, with an epoch above
+        both old ones, so a reader of ``target`` sees the old index or this one, never a mixture.
+        This prefix is empty afterwards. Without ``replace``, a ``target`` that holds documents
+        is left as it is, and so is this index: the return value is how many it holds.
+        ``target`` must be in the same database."""
+        if target.database != self.database:
+            raise StorageError(
+                f"{self._url}: cannot move the index to {target.url}, which is in another database"
+            )
+        args = [
+            b"move",
+            self._prefix_bytes,
+            b"%d" % self._bands(),
+            target._prefix_bytes,
+            b"%d" % target._bands(),
+            b"replace" if replace else b"keep",
+        ]
+        with self._errors(f"moving the index to {target.url}"):
+            return int(self._run(_KEYS, 6, _bulks(args)))
 
     def close(self) -> None:
         with self._errors("closing the index"), self._lock:

@@ -16,6 +16,9 @@ lookup by bucket is a range scan and an insert touches one tree; a document's ow
 The database runs in WAL mode with ``synchronous=NORMAL``: readers in other processes read a
 consistent snapshot while one writer writes, and every batch is one transaction, so a crash or a
 ``kill -9`` leaves whole batches only.
+
+:meth:`SQLiteStorage.backup_to` copies the file with SQLite's online backup API, inside one read
+transaction: a consistent snapshot, while other processes keep reading and writing.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -39,6 +42,7 @@ _MAX_PARAMS = 32766  # parameters per multi-row INSERT: SQLite's default limit s
 _CACHE_KIB = 131072  # page cache per connection: band-table inserts touch pages all over the B-tree
 _MMAP_BYTES = 1 << 30  # reads map the file instead of copying pages in: faster random lookups
 _BUSY_TIMEOUT_S = 30.0
+_BACKUP_PAGES = 1024  # pages per backup step (4 MiB at the default page size): progress between steps
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -106,6 +110,7 @@ class SQLiteStorage:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.path.abspath(os.fspath(path))
         self._seen_settings = False  # a storage that saw no settings creates them, never overwrites
+        self._writes = 0  # write transactions this connection committed: PRAGMA data_version omits them
         try:
             self._conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
         except sqlite3.Error as exc:
@@ -142,6 +147,8 @@ class SQLiteStorage:
                 self._conn.rollback()
                 raise
             self._conn.execute("COMMIT")
+            if write:
+                self._writes += 1
 
     def _init_schema(self) -> None:
         conn = self._conn
@@ -364,8 +371,63 @@ class SQLiteStorage:
             for _, key in rows:
                 yield key
 
+    def epoch(self) -> int:
+        """``PRAGMA data_version`` (raised by every commit of another connection) plus this
+        connection's own commits."""
+        with self._errors("reading the write count"):
+            return int(self._conn.execute("PRAGMA data_version").fetchone()[0]) + self._writes
+
     def size_bytes(self) -> int | None:
         return sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
+
+    # -- whole files ---------------------------------------------------------------------------
+
+    def backup_to(
+        self, path: str | os.PathLike[str], *, progress: Callable[[int, int], None] | None = None
+    ) -> int:
+        """Copy the index into the new, empty SQLite file ``path`` with SQLite's online backup API,
+        ``_BACKUP_PAGES`` pages a step, and return how many documents the copy holds.
+
+        The steps run inside one read transaction, so the copy is the index as it was when the
+        transaction began (WAL content included) while other processes go on reading and writing.
+        Outside one, a step after another connection's commit starts the copy over, and under
+        steady writes it never ends. ``progress(pages copied, pages in all)`` follows each step.
+        """
+        target_path = os.fspath(path)
+        action = f"backing up the index to {target_path}"
+        with self._errors(action):
+            target = sqlite3.connect(target_path, isolation_level=None)
+        try:
+            with self._transaction(action, write=False) as conn:
+                documents = int(conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0])  # the snapshot
+                step = None
+                if progress is not None:
+                    report = progress
+
+                    def step(status: int, remaining: int, total: int) -> None:
+                        report(total - remaining, total)
+
+                conn.backup(target, pages=_BACKUP_PAGES, progress=step)
+        finally:
+            target.close()
+        return documents
+
+    def close_for_replacement(self) -> None:
+        """Close the file for another to be renamed onto it: switch it out of WAL mode, which
+        needs every other connection closed and leaves no ``-wal`` file (whose pages SQLite would
+        otherwise apply to the new file). :class:`StorageError` if another connection has it open.
+        """
+        try:
+            self._conn.execute("PRAGMA busy_timeout=0")
+            self._conn.execute("PRAGMA journal_mode=DELETE")
+        except sqlite3.Error as exc:
+            if getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                raise StorageError(
+                    f"{self.path} is open in another process; stop it before replacing the index"
+                ) from exc
+            raise StorageError(f"{self.path}: closing the index failed: {exc}") from exc
+        finally:
+            self.close()
 
     def close(self) -> None:
         with self._errors("closing the index"):
