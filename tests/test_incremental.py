@@ -8,7 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from neardup import DedupConfig, dedup
+from neardup import DedupConfig, dedup, shingle_hashes
+from neardup.core.minhash import MinHasher
 from neardup.core.text import encode_texts
 from neardup.errors import IndexSettingsError
 from neardup.incremental import add_kept, dedup_against
@@ -43,6 +44,15 @@ def test_two_halves_remove_the_same_rows_as_one_run(keep_shingles: bool) -> None
     with LSHIndex.open("memory://", keep_shingles=keep_shingles) as index:
         assert removed_in_halves(index) == whole
         assert len(index) == 400 - len(whole)
+        # the documents added carry their shingle counts: distinct ones where the sets are kept
+        key = next(iter(index.storage.keys()))
+        info = index.info(key)
+        text = TEXTS[IDS.index(key)]
+        config = index.settings.to_config()
+        hasher = MinHasher(config.minhash, config.text, config.shingle)
+        raw = int(hasher.signatures_with_counts(encode_texts([text]))[1][0])
+        counted = len(shingle_hashes(text)) if keep_shingles else raw
+        assert info is not None and info.shingles == counted
 
 
 def test_two_halves_through_sqlite(tmp_path: Path) -> None:

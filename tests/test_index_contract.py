@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +24,7 @@ import neardup
 from neardup.config import DedupConfig
 from neardup.errors import ConfigError, IndexSettingsError, StorageError
 from neardup.index import (
+    DocumentInfo,
     IndexSettings,
     LSHIndex,
     Match,
@@ -394,6 +399,219 @@ def test_index_from_another_hash_version_is_refused(backend: Backend) -> None:
     storage.write_settings(stored)
     with pytest.raises(IndexSettingsError, match=r"not readable \(missing seed\)"):
         LSHIndex(backend.open())
+
+
+# -- per-document info ----------------------------------------------------------------------------
+
+REPEATS = "a b a b a b c"  # word bigrams: 6, of which 3 distinct (a b, b a, b c)
+
+
+def test_info_before_and_after_insert_replace_and_remove(backend: Backend) -> None:
+    index = LSHIndex(backend.open())
+    assert index.info("a") is None and index.info_many([]) == []
+    before = time.time()
+    index.insert_many(["a", "b"], ["river stone bread lamp cloud", ""])
+    after = time.time()
+    a, b, nope, again = index.info_many(["a", "b", "nope", "a"])
+    assert nope is None and again == a
+    assert a is not None and b is not None
+    assert (a.key, a.shingles, b.key, b.shingles) == ("a", 4, "b", 0)
+    assert a.inserted_at is not None and before <= a.inserted_at <= after
+    assert b.inserted_at == a.inserted_at  # one time per batch
+    time.sleep(0.01)
+    index.insert("a", "garden violin harbor")
+    replaced = index.info("a")
+    assert replaced is not None and replaced.shingles == 2
+    assert replaced.inserted_at is not None and replaced.inserted_at > a.inserted_at
+    assert index.info("b") == b  # the other document is untouched
+    assert index.remove("a") and index.info("a") is None
+    assert index.remove_many(["b"]) == 1 and index.info_many(["a", "b"]) == [None, None]
+    index.insert("a", "back again")
+    assert index.info("a") is not None  # a key inserted after its removal has info again
+
+
+def test_info_shingle_counts(backend: Backend) -> None:
+    kept = LSHIndex(backend.open(), keep_shingles=True)
+    kept.insert_many(["rep", "cjk"], [REPEATS, "今天天气很好"])
+    distinct = [len(neardup.shingle_hashes(t)) for t in (REPEATS, "今天天气很好")]
+    assert distinct[0] == 3
+    assert [i.shingles for i in kept.info_many(["rep", "cjk"]) if i] == distinct
+    # shingles given with the signatures: their count
+    sets = [neardup.shingle_hashes(REPEATS)]
+    kept.insert_signatures(["sig"], neardup.signatures([REPEATS]), shingles=sets)
+    info = kept.info("sig")
+    assert info is not None and info == DocumentInfo("sig", info.inserted_at, 3)
+
+
+def test_info_counts_repeats_where_shingles_are_not_kept(backend: Backend) -> None:
+    index = LSHIndex(backend.open())
+    index.insert("rep", REPEATS)
+    info = index.info("rep")
+    assert info is not None and info.shingles == 6  # the signature pass counts each occurrence
+    sigs = neardup.signatures([REPEATS, "two words"])
+    index.insert_signatures(["s1", "s2"], sigs)
+    assert [i.shingles for i in index.info_many(["s1", "s2"]) if i] == [None, None]
+    index.insert_signatures(["s1", "s2"], sigs, shingle_counts=np.array([6, 1]))
+    assert [i.shingles for i in index.info_many(["s1", "s2"]) if i] == [6, 1]
+    storage = backend.open()
+    with pytest.raises(ValueError, match="expected 2 shingle counts, got shape"):
+        index.insert_signatures(["s1", "s2"], sigs, shingle_counts=np.array([6]))
+    with pytest.raises(ValueError, match="shingle counts must be whole numbers of at least 0"):
+        storage.insert(["x"], sigs[:1], np.zeros((1, 2), dtype=np.uint64), shingle_counts=np.array([-2]))
+    assert "x" not in index
+
+
+# -- the exclusive section -------------------------------------------------------------------------
+
+
+@contextmanager
+def _own_storage(backend: Backend) -> Iterator[Storage]:
+    """A storage of the backend's index for one thread (an SQLite connection is bound to the
+    thread that made it); a memory index is the one shared object."""
+    storage = backend.open() if backend.name == "memory" else open_storage(backend.url)
+    try:
+        yield storage
+    finally:
+        if backend.name != "memory":
+            storage.close()
+
+
+def test_exclusive_check_then_insert_races_in_threads(backend: Backend) -> None:
+    """Threads that each check for a text and insert it if absent, in the section, insert it once."""
+    LSHIndex(backend.open()).close()  # created before the threads read the settings
+    texts = _variants(seed=5, count=6)
+    start = threading.Barrier(4)
+    errors: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        try:
+            with _own_storage(backend) as storage:
+                index = LSHIndex(storage)
+                start.wait()
+                for i, text in enumerate(texts):
+                    with index.exclusive():
+                        if not index.query(text, threshold=0.99):
+                            time.sleep(0.002)  # widen the window between the check and the insert
+                            index.insert(f"t{n}-{i}", text)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    index = LSHIndex(backend.open())
+    assert len(index) == len(texts)
+    for i, text in enumerate(texts):
+        assert [m.key.partition("-")[2] for m in index.query(text, threshold=0.99)] == [str(i)]
+
+
+def test_exclusive_is_reentrant_and_released_on_exception(backend: Backend) -> None:
+    storage = backend.open()
+    with storage.exclusive(), storage.exclusive():  # re-entrant for its holder
+        storage.insert(["k"], np.zeros((1, 4), dtype=np.uint32), np.zeros((1, 2), dtype=np.uint64))
+        assert storage.info(["k"])[0] is not None  # the holder reads and writes as usual
+    with pytest.raises(RuntimeError, match="inside"), storage.exclusive():
+        raise RuntimeError("inside")
+    entered = threading.Event()
+
+    def other() -> None:
+        with _own_storage(backend) as mine, mine.exclusive():
+            entered.set()
+
+    for _ in range(3):  # free again after the exception, and re-usable
+        entered.clear()
+        thread = threading.Thread(target=other)
+        thread.start()
+        assert entered.wait(timeout=20)
+        thread.join()
+        with storage.exclusive():
+            pass
+
+
+def test_exclusive_waits_for_the_holder_then_gives_up(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("neardup.index.base.EXCLUSIVE_WAIT_S", 0.3)
+    holding, done = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with _own_storage(backend) as storage, storage.exclusive():
+            holding.set()
+            done.wait(timeout=30)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    assert holding.wait(timeout=20)
+    waiter = backend.open() if backend.name == "memory" else open_storage(backend.url)
+    t0 = time.monotonic()
+    try:
+        message = r"held the index's exclusive section .*for more than 0\.3 s"
+        with pytest.raises(StorageError, match=message), waiter.exclusive():
+            pass
+        assert 0.25 < time.monotonic() - t0 < 10
+    finally:
+        done.set()
+        thread.join()
+    with waiter.exclusive():  # the holder has left
+        pass
+    if backend.name != "memory":
+        waiter.close()
+
+
+_HOLDER = """
+import os, sys, time
+from neardup.index import LSHIndex
+url, log, go, rounds, who = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+texts = [f"shared text number {i} " + " ".join(f"w{i}x{j}" for j in range(12)) for i in range(rounds)]
+fd = os.open(log, os.O_WRONLY | os.O_APPEND)
+with LSHIndex.open(url) as index:
+    index.query("warm up the kernels")
+    print("ready", flush=True)
+    while not os.path.exists(go):
+        time.sleep(0.001)
+    for i, text in enumerate(texts):
+        with index.exclusive():
+            os.write(fd, f"enter {who}\\n".encode())
+            if not index.query(text, threshold=0.99):
+                index.insert(f"{who}-{i}", text)
+            time.sleep(0.001)
+            os.write(fd, f"leave {who}\\n".encode())
+"""
+
+
+def test_exclusive_excludes_other_processes(backend: Backend, tmp_path: Path) -> None:
+    if backend.name == "memory":
+        pytest.skip("a memory index lives in one process")
+    LSHIndex(backend.open()).close()
+    log, go, rounds = tmp_path / "markers.log", tmp_path / "go", 40
+    log.touch()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _HOLDER, backend.url, str(log), str(go), str(rounds), who],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for who in ("p", "q")
+    ]
+    for proc in procs:  # both start their rounds together
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    go.touch()
+    results = [p.communicate(timeout=300) for p in procs]
+    for proc, (_, err) in zip(procs, results, strict=True):
+        assert proc.returncode == 0, err
+    lines = log.read_text().splitlines()
+    assert len(lines) == 2 * 2 * rounds
+    for enter, leave in zip(lines[::2], lines[1::2], strict=True):
+        assert enter.split()[0] == "enter" and leave == "leave " + enter.split()[1], lines
+    assert {line.split()[1] for line in lines} == {"p", "q"}
+    with LSHIndex(backend.open()) as index:
+        assert len(index) == rounds  # every text inserted exactly once
+        stored = sorted(int(key.partition("-")[2]) for key in list(index.storage.keys()))
+        assert stored == list(range(rounds))
 
 
 # -- Redis only ------------------------------------------------------------------------------------

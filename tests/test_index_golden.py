@@ -1,8 +1,9 @@
-"""An index file written by this version of neardup (format 1) stays readable and unchanged.
+"""Index files written by earlier versions of neardup (format 1) stay readable and unchanged.
 
-``tests/golden/index/index-v1.db`` was written by ``make_index_v1.py`` next to it. If a change to
-the code makes this test fail, the change breaks existing users' index files: keep the old format
-readable, or bump FORMAT_VERSION / HASH_VERSION and say so in CHANGELOG.md.
+``tests/golden/index/index-v1.db`` (SQLite layout 1) was written by ``make_index_v1.py`` next to it,
+``index-v1-sqlite2.db`` (layout 2: insert times and shingle counts) by ``make_index_v1_sqlite2.py``.
+If a change to the code makes this test fail, the change breaks existing users' index files: keep
+the old format readable, or bump FORMAT_VERSION / HASH_VERSION and say so in CHANGELOG.md.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from neardup.cli import main
 from neardup.core.minhash import MinHasher
 from neardup.core.shingles import shingle_sets
 from neardup.core.text import encode_texts
-from neardup.index import LSHIndex
+from neardup.index import DocumentInfo, LSHIndex
 
 GOLDEN = Path(__file__).parent / "golden" / "index"
 _spec = importlib.util.spec_from_file_location("make_index_v1", GOLDEN / "make_index_v1.py")
@@ -47,11 +48,11 @@ SETTINGS = {
 }
 
 
-@pytest.fixture
-def golden_copy(tmp_path: Path) -> Path:
+@pytest.fixture(params=["index-v1.db", "index-v1-sqlite2.db"])
+def golden_copy(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
     """A copy, so that opening (WAL files) or writing never touches the checked-in file."""
-    path = tmp_path / "index-v1.db"
-    shutil.copy(GOLDEN / "index-v1.db", path)
+    path = tmp_path / request.param
+    shutil.copy(GOLDEN / request.param, path)
     return path
 
 
@@ -97,3 +98,17 @@ def test_golden_index_through_the_cli(golden_copy: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert "en-1" in result.output and "en-2" in result.output and "en-3" not in result.output
+
+
+def test_golden_document_info(golden_copy: Path) -> None:
+    with LSHIndex.open(golden_copy) as index:
+        found = index.info_many(list(TEXTS))
+    if golden_copy.name == "index-v1.db":  # layout 1 recorded neither
+        assert found == [DocumentInfo(key, None, None) for key in TEXTS]
+        return
+    assert all(info is not None for info in found)
+    times = {info.inserted_at for info in found if info is not None}
+    assert len(times) == 1  # one batch, one time
+    (when,) = times
+    assert when is not None and 1.7e9 < when < 2.2e9
+    assert [info.shingles for info in found if info is not None] == [53, 53, 65, 14, 13, 0]

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -14,7 +18,7 @@ import pytest
 
 import neardup.index.redis as redis_backend
 from neardup.errors import StorageError
-from neardup.index import LSHIndex, RedisStorage
+from neardup.index import DocumentInfo, LSHIndex, RedisStorage
 
 BANDS = 8
 PERM = 16
@@ -64,9 +68,13 @@ def _lookup_keys(storage: RedisStorage, bands: np.ndarray) -> list[list[str]]:
 
 def test_layout_as_documented(storage: RedisStorage) -> None:
     sigs, bands = _docs(3, 1)
-    storage.insert(["a", "b", "c"], sigs, bands)
+    before = time.time()
+    storage.insert(["a", "b", "c"], sigs, bands, shingle_counts=np.array([5, 0, 7]))
     client = storage._client
     p = storage.prefix
+    info = client.hget(f"{p}info", (2).to_bytes(5, "big"))
+    seconds, count = np.frombuffer(info, dtype="<f8")[0], np.frombuffer(info, dtype="<i8")[1]
+    assert len(info) == 16 and before <= seconds <= time.time() and count == 0
     assert client.get(f"{p}layout") == b"2"
     assert client.get(f"{p}seq") == b"3"
     assert client.zrange(f"{p}docs", 0, -1, withscores=True) == [(b"a", 1.0), (b"b", 2.0), (b"c", 3.0)]
@@ -126,7 +134,7 @@ def test_removing_everything_leaves_no_band_records(storage: RedisStorage) -> No
     assert storage.remove([*keys, "never-stored"]) == 300
     client = storage._client
     assert _records(storage) == {}
-    for name in ("docs", "keys", "sig", "bands", "shingles"):
+    for name in ("docs", "keys", "sig", "bands", "shingles", "info"):
         assert client.exists(f"{storage.prefix}{name}") == 0
 
 
@@ -284,3 +292,67 @@ def test_the_index_works_through_the_redis_backend(redis_url: str) -> None:
         index.insert_many(["a", "b", "c"], texts)
         assert [m.key for m in index.query(texts[0])] == ["a", "b"]
         assert [[m.key for m in row] for row in index.query_many(texts)] == [["a", "b"], ["a", "b"], ["c"]]
+
+
+def test_an_index_without_info_from_an_earlier_neardup(storage: RedisStorage) -> None:
+    sigs, bands = _docs(3, 14)
+    storage.insert(["a", "b"], sigs[:2], bands[:2], shingle_counts=np.array([4, 2]))
+    storage._client.delete(f"{storage.prefix}info")  # as a neardup before P:info left it
+    assert storage.info(["a", "zz", "b"]) == [
+        DocumentInfo("a", None, None),
+        None,
+        DocumentInfo("b", None, None),
+    ]
+    storage.insert(["a"], sigs[2:], bands[2:])  # replacing writes it; counts unknown here
+    info = storage.info(["a"])[0]
+    assert info is not None and info.inserted_at is not None and info.shingles is None
+    assert storage.remove(["a", "b"]) == 2 and storage.info(["a", "b"]) == [None, None]
+
+
+def test_the_lock_key_is_held_only_inside_the_section(storage: RedisStorage) -> None:
+    client, name = storage._client, f"{storage.prefix}lock"
+    with storage.exclusive():
+        assert client.exists(name) == 1 and 0 < client.pttl(name) <= redis_backend._LOCK_TIMEOUT_S * 1000
+    assert client.exists(name) == 0
+
+
+def test_a_long_holder_keeps_the_lock_past_its_timeout(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(redis_backend, "_LOCK_TIMEOUT_S", 0.6)  # renewed every 0.2 s
+    monkeypatch.setattr("neardup.index.base.EXCLUSIVE_WAIT_S", 2.0)
+    holder, waiter = RedisStorage(redis_url), RedisStorage(redis_url)
+    refused = pytest.raises(StorageError, match=r"another holder held .* for more than 2 s")
+    with holder.exclusive(), refused, waiter.exclusive():  # held past the lock's timeout, renewed
+        pass
+    with waiter.exclusive():
+        pass
+    holder.close()
+    waiter.close()
+
+
+_KILLED_HOLDER = """
+import sys, time
+import neardup.index.redis as backend
+backend._LOCK_TIMEOUT_S = 1.0
+storage = backend.RedisStorage(sys.argv[1])
+with storage.exclusive():
+    print("holding", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_killed_holder_frees_the_section_when_its_lock_expires(redis_url: str) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_HOLDER, redis_url], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "holding\n"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    storage = RedisStorage(redis_url)
+    t0 = time.monotonic()
+    with storage.exclusive():
+        assert time.monotonic() - t0 < 5  # within the 1 s expiry, not the 30 s wait
+    storage.close()

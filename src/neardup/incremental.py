@@ -249,5 +249,6 @@ def add_kept(index: LSHIndex, batch: TextBatch, result: AgainstResult, keys: Seq
         result.batch.signatures[kept],
         settings=IndexSettings.from_config(result.batch.config),
         shingles=shingles,
+        shingle_counts=result.batch.shingle_counts[kept],
     )
     return int(kept.size)

@@ -7,7 +7,7 @@
 ['doc-1']
 """
 
-from neardup.index.base import Storage, bucket_ids
+from neardup.index.base import DocumentInfo, Storage, bucket_ids
 from neardup.index.lsh_index import LSHIndex, Match
 from neardup.index.memory import MemoryStorage
 from neardup.index.redis import RedisStorage
@@ -17,6 +17,7 @@ from neardup.index.url import open_storage
 
 __all__ = [
     "FORMAT_VERSION",
+    "DocumentInfo",
     "IndexSettings",
     "LSHIndex",
     "Match",

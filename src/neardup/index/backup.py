@@ -14,8 +14,8 @@ as it was at one instant, while other processes go on reading and writing it:
   at any instant between them; otherwise the copy is thrown away and made again, at most
   ``_ATTEMPTS`` times, then :class:`StorageError` says that writes kept coming.
 
-The copy stores the source's settings as they are, and each document's key, signature and (when
-the index keeps them) shingles. Its band keys are computed again from the signatures with the
+The copy stores the source's settings as they are, and each document's key, signature, shingle
+count and (when the index keeps them) shingles; its documents' ``inserted_at`` is the copy's time. Its band keys are computed again from the signatures with the
 settings' bands and rows, as :class:`~neardup.index.lsh_index.LSHIndex` computes them, and a
 document enters the band tables unless its signature is empty, as ``insert_signatures`` decides:
 both follow from what is copied, so the protocol needs no reader of band tables, and a backend's
@@ -368,7 +368,9 @@ def _copy_documents(
         shingles = source.get_shingles(keys) if settings.keep_shingles else None
         bands = band_keys(sigs, settings.bands, settings.rows)
         eligible = ~np.all(sigs == EMPTY_VALUE, axis=1)
-        _insert(target, keys, sigs, bands, shingles, eligible)
+        counts = [None if info is None else info.shingles for info in source.info(keys)]
+        known = None if None in counts else np.array(counts, dtype=np.int64)
+        _insert(target, keys, sigs, bands, shingles, eligible, known)
         done += len(keys)
         if progress is not None:
             progress("documents", done, max(total, done))
@@ -382,14 +384,19 @@ def _insert(
     bands: np.ndarray,
     shingles: Sequence[np.ndarray | None] | None,
     eligible: np.ndarray,
+    counts: np.ndarray | None,
 ) -> None:
     """One insert, or one per run of documents with and without shingles (a storage may hold
-    both), in order."""
+    both), in order; ``counts``, the shingle counts, where every one of the batch is known."""
     if shingles is None or all(s is not None for s in shingles):
-        target.insert(keys, sigs, bands, cast("Sequence[np.ndarray] | None", shingles), eligible=eligible)
+        some = cast("Sequence[np.ndarray] | None", shingles)
+        target.insert(keys, sigs, bands, some, eligible=eligible, shingle_counts=counts)
         return
     kept = np.array([s is not None for s in shingles])
     edges = [0, *(np.flatnonzero(np.diff(kept)) + 1).tolist(), len(keys)]
     for lo, hi in itertools.pairwise(edges):
         run = cast("Sequence[np.ndarray]", shingles[lo:hi]) if kept[lo] else None
-        target.insert(keys[lo:hi], sigs[lo:hi], bands[lo:hi], run, eligible=eligible[lo:hi])
+        part = None if counts is None else counts[lo:hi]
+        target.insert(
+            keys[lo:hi], sigs[lo:hi], bands[lo:hi], run, eligible=eligible[lo:hi], shingle_counts=part
+        )

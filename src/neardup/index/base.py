@@ -1,20 +1,29 @@
 """The storage interface every index backend implements, and the bucket rule they share.
 
 A backend stores, per document key (a ``str``): its signature, its band keys (as buckets) unless
-the document is empty, and optionally its sorted unique shingle hashes. Every method works on a
-batch, so a networked backend can send one round trip per call. The backend knows nothing of
-MinHash; :class:`~neardup.index.lsh_index.LSHIndex` computes signatures and band keys.
+the document is empty, optionally its sorted unique shingle hashes, and when it was inserted and
+how many shingles it has (:class:`DocumentInfo`). Every method works on a batch, so a networked
+backend can send one round trip per call. The backend knows nothing of MinHash;
+:class:`~neardup.index.lsh_index.LSHIndex` computes signatures and band keys.
 """
 
 from __future__ import annotations
 
+import os
+import threading
+import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from neardup.errors import StorageError
+
 _BAND_STRIDE = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio, odd
+EXCLUSIVE_WAIT_S = 30.0  # how long Storage.exclusive() waits for another holder before it gives up
 
 
 def bucket_ids(band_keys: np.ndarray) -> np.ndarray:
@@ -77,6 +86,94 @@ def check_batch(
     return mask
 
 
+def check_counts(shingle_counts: np.ndarray | None, n: int) -> np.ndarray:
+    """Validate an insert batch's shingle counts; return them as int64[n], -1 where unknown (all of
+    them when None)."""
+    if shingle_counts is None:
+        return np.full(n, -1, dtype=np.int64)
+    counts = np.asarray(shingle_counts)
+    if counts.shape != (n,):
+        raise ValueError(f"expected {n} shingle counts, got shape {counts.shape}")
+    if not np.issubdtype(counts.dtype, np.integer) or (counts.size and counts.min() < 0):
+        raise ValueError(f"shingle counts must be whole numbers of at least 0, got dtype {counts.dtype}")
+    return counts.astype(np.int64)
+
+
+@dataclass(frozen=True)
+class DocumentInfo:
+    """What a storage knows of one stored document besides its signature.
+
+    ``inserted_at`` is the Unix time in seconds of the key's last insert (None for a document
+    stored before neardup recorded it). ``shingles`` is how many shingles the document has: the
+    distinct ones when its shingle set was known at insert (an index that keeps shingles, or
+    ``shingles=`` given with the signatures), otherwise the signature pass's count, which counts
+    a repeated shingle each time; None where unknown.
+    """
+
+    key: str
+    inserted_at: float | None
+    shingles: int | None
+
+
+_sections: weakref.WeakSet[ExclusiveSection] = weakref.WeakSet()
+
+
+class ExclusiveSection:
+    """The in-process half of :meth:`Storage.exclusive`: a re-entrant lock for the threads of one
+    process, and around the outermost hold of a thread the backend's cross-process lock
+    (``enter(deadline, wait)``, ``leave()``), both given up after :data:`EXCLUSIVE_WAIT_S` (read
+    when the section is entered: ``wait``) seconds.
+
+    A forked child starts with the section free: its parent's holder is not one of its threads.
+    """
+
+    def __init__(
+        self,
+        what: str,
+        enter: Callable[[float, float], None] | None = None,
+        leave: Callable[[], None] | None = None,
+    ) -> None:
+        self._what = what
+        self._enter = enter
+        self._leave = leave
+        self._reset()
+        _sections.add(self)
+
+    def _reset(self) -> None:
+        self._lock = threading.RLock()
+        self._depth = 0  # holds by the thread that owns _lock; only that thread touches it
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        wait = EXCLUSIVE_WAIT_S
+        deadline = time.monotonic() + wait
+        if not self._lock.acquire(timeout=wait):
+            raise StorageError(
+                f"{self._what}: another thread held the index's exclusive section for more than "
+                f"{wait:g} s; try again later"
+            )
+        try:
+            if self._depth == 0 and self._enter is not None:
+                self._enter(deadline, wait)
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+                if self._depth == 0 and self._leave is not None:
+                    self._leave()
+        finally:
+            self._lock.release()
+
+
+def _reset_sections_after_fork() -> None:
+    for section in list(_sections):
+        section._reset()
+
+
+os.register_at_fork(after_in_child=_reset_sections_after_fork)
+
+
 @dataclass(frozen=True)
 class Candidates:
     """What :meth:`Storage.lookup` found for a batch of query rows, read in one snapshot.
@@ -137,13 +234,16 @@ class Storage(Protocol):
         shingles: Sequence[np.ndarray] | None = None,
         *,
         eligible: np.ndarray | None = None,
+        shingle_counts: np.ndarray | None = None,
     ) -> None:
         """Add a batch, all or nothing; a key already stored is replaced.
 
         ``signatures`` is uint32[n, num_perm], ``band_keys`` uint64[n, bands], ``shingles`` (if
         kept) each document's sorted unique uint64 shingle hashes. ``eligible`` (bool[n]) marks
         the documents that go into the band tables; the others (empty documents) are stored but
-        never become candidates. The batch's keys must be unique (``ValueError`` otherwise).
+        never become candidates. ``shingle_counts`` (int64[n], None if unknown) is stored for
+        :meth:`info`, with the time of the insert (one per batch). The batch's keys must be unique
+        (``ValueError`` otherwise).
         """
         ...
 
@@ -162,8 +262,25 @@ class Storage(Protocol):
         """Each key's shingle hashes, or None where they were not kept; ``KeyError`` as above."""
         ...
 
+    def info(self, keys: Sequence[str]) -> list[DocumentInfo | None]:
+        """Each key's :class:`DocumentInfo`, None for a key that is not stored; one batch read."""
+        ...
+
     def remove(self, keys: Sequence[str]) -> int:
         """Remove the keys that are stored (all or nothing); return how many were."""
+        ...
+
+    def exclusive(self) -> AbstractContextManager[None]:
+        """A section that one holder at a time is in, across threads and processes: ``with
+        storage.exclusive(): ...`` makes a check and the insert it decides on one step for every
+        other holder. Inside, the holder uses this storage's other methods as usual.
+
+        It is re-entrant for the thread holding it on this storage object (a second storage object
+        on the same index is another holder, even in the same thread). Readers and writers outside
+        the section do not take it: it excludes only other holders. Waiting more than
+        :data:`EXCLUSIVE_WAIT_S` for it raises :class:`~neardup.errors.StorageError`. Each backend
+        says how far across processes it reaches.
+        """
         ...
 
     def contains(self, key: str) -> bool: ...

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any
@@ -17,7 +18,7 @@ from neardup.core.shingles import ShingleSets, shingle_sets
 from neardup.core.text import encode_texts
 from neardup.core.verify import exact_jaccard_pairs
 from neardup.errors import ConfigError, IndexSettingsError
-from neardup.index.base import Candidates, Storage
+from neardup.index.base import Candidates, DocumentInfo, Storage
 from neardup.index.settings import FORMAT_VERSION, IndexSettings
 from neardup.index.url import open_storage
 
@@ -97,15 +98,22 @@ class LSHIndex:
 
     def insert_many(self, keys: Sequence[str], texts: Sequence[str]) -> None:
         """Add (or replace) a batch of documents, all or nothing; a key repeated in the batch
-        keeps its last text."""
+        keeps its last text.
+
+        Each document's shingle count is stored for :meth:`info`: the distinct shingles in an index
+        that keeps shingles, otherwise the signature pass's count (a repeated shingle counted each
+        time), as counting distinct ones would take a second pass over the texts.
+        """
         keys, texts = _last_wins(keys, texts, "texts")
         batch = encode_texts(list(texts))
         sigs, counts = self._hasher.signatures_with_counts(batch)
         shingles = None
+        eligible = counts > 0
         if self.settings.keep_shingles:
             sets = shingle_sets(batch, np.arange(len(keys)), counts, self._config.text, self._config.shingle)
             shingles = [sets.get(i).copy() for i in range(len(keys))]
-        self._insert(keys, sigs, shingles, eligible=counts > 0)
+            counts = sets.lengths
+        self._insert(keys, sigs, shingles, eligible=eligible, shingle_counts=counts)
 
     def insert_signatures(
         self,
@@ -114,11 +122,14 @@ class LSHIndex:
         *,
         settings: IndexSettings | None = None,
         shingles: Sequence[np.ndarray] | None = None,
+        shingle_counts: np.ndarray | None = None,
     ) -> None:
         """Add (or replace) documents by their signatures (uint32[n, num_perm]).
 
         ``settings`` (those the signatures were made with) are checked against the index's. An
-        index that keeps shingles needs each document's sorted unique shingle hashes too.
+        index that keeps shingles needs each document's sorted unique shingle hashes too. For
+        :meth:`info`, each document's shingle count is the size of its shingle set when given,
+        else ``shingle_counts`` (int64[n]; as ``signatures_with_counts`` makes them), else unknown.
         """
         if settings is not None:
             self.settings.check_compatible(settings, what="signature")
@@ -128,10 +139,14 @@ class LSHIndex:
                 "this index keeps shingles for exact similarity: pass shingles= with the signatures, "
                 "or insert the texts with insert_many"
             )
-        if not self.settings.keep_shingles:
-            shingles = None
         if shingles is not None and len(shingles) != len(keys):
             raise ValueError(f"expected {len(keys)} shingle sets, got {len(shingles)}")
+        if shingles is not None:
+            shingle_counts = np.fromiter(map(len, shingles), dtype=np.int64, count=len(shingles))
+        elif shingle_counts is not None and np.shape(shingle_counts) != (len(keys),):
+            raise ValueError(f"expected {len(keys)} shingle counts, got shape {np.shape(shingle_counts)}")
+        if not self.settings.keep_shingles:
+            shingles = None
         if len(keys) != sigs.shape[0]:
             raise ValueError(f"{len(keys)} keys but {sigs.shape[0]} signatures")
         positions = _last_positions(keys)
@@ -139,8 +154,9 @@ class LSHIndex:
             keys = [keys[i] for i in positions]
             sigs = sigs[positions]
             shingles = None if shingles is None else [shingles[i] for i in positions]
+            shingle_counts = None if shingle_counts is None else np.asarray(shingle_counts)[positions]
         eligible = ~np.all(sigs == EMPTY_VALUE, axis=1)
-        self._insert(keys, sigs, shingles, eligible=eligible)
+        self._insert(keys, sigs, shingles, eligible=eligible, shingle_counts=shingle_counts)
 
     def _insert(
         self,
@@ -149,9 +165,10 @@ class LSHIndex:
         shingles: Sequence[np.ndarray] | None,
         *,
         eligible: np.ndarray,
+        shingle_counts: np.ndarray | None,
     ) -> None:
         bk = band_keys(sigs, self.settings.bands, self.settings.rows)
-        self.storage.insert(keys, sigs, bk, shingles, eligible=eligible)
+        self.storage.insert(keys, sigs, bk, shingles, eligible=eligible, shingle_counts=shingle_counts)
 
     # -- querying ------------------------------------------------------------------------------
 
@@ -302,6 +319,28 @@ class LSHIndex:
     def remove_many(self, keys: Sequence[str]) -> int:
         """Remove documents, all or nothing; return how many were stored."""
         return self.storage.remove(list(keys))
+
+    def info(self, key: str) -> DocumentInfo | None:
+        """When ``key`` was last inserted and how many shingles it has (see
+        :class:`~neardup.index.base.DocumentInfo`); None if it is not stored."""
+        return self.storage.info([key])[0]
+
+    def info_many(self, keys: Sequence[str]) -> list[DocumentInfo | None]:
+        """:meth:`info` for each of ``keys``, in one batch."""
+        return self.storage.info(list(keys))
+
+    def exclusive(self) -> AbstractContextManager[None]:
+        """A section that one holder at a time is in, across threads and the processes sharing the
+        index (see :meth:`Storage.exclusive`), for a check and the insert it decides on:
+
+        >>> index = LSHIndex.open("memory://")
+        >>> with index.exclusive():
+        ...     if not index.query("a text to add once"):
+        ...         index.insert("t1", "a text to add once")
+        >>> len(index)
+        1
+        """
+        return self.storage.exclusive()
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and self.storage.contains(key)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
 
-from neardup.index.base import Candidates, check_batch
+from neardup.index.base import Candidates, DocumentInfo, ExclusiveSection, check_batch, check_counts
 
 
 class MemoryStorage:
@@ -21,6 +23,8 @@ class MemoryStorage:
         self._doc_buckets: dict[str, list[tuple[int, int]]] = {}
         self._buckets: dict[tuple[int, int], set[str]] = {}
         self._epoch = 0
+        self._info: dict[str, tuple[float, int | None]] = {}  # key -> (inserted at, shingle count)
+        self._section = ExclusiveSection("memory://")
 
     @property
     def url(self) -> str:
@@ -41,15 +45,19 @@ class MemoryStorage:
         shingles: Sequence[np.ndarray] | None = None,
         *,
         eligible: np.ndarray | None = None,
+        shingle_counts: np.ndarray | None = None,
     ) -> None:
         mask = check_batch(keys, signatures, band_keys, shingles, eligible)
+        counts = [None if c < 0 else c for c in check_counts(shingle_counts, len(keys)).tolist()]
         # everything that can fail happens above; the loop below only mutates dicts
         sigs = np.array(signatures, dtype=np.uint32)  # a copy the caller cannot change
         band_rows = np.asarray(band_keys, dtype=np.uint64).tolist()
+        now = time.time()
         self._discard(keys)
         self._epoch += 1
         for i, key in enumerate(keys):
             self._signatures[key] = sigs[i]
+            self._info[key] = (now, counts[i])
             self._shingles[key] = None if shingles is None else np.array(shingles[i], dtype=np.uint64)
             buckets = list(enumerate(band_rows[i])) if mask[i] else []
             self._doc_buckets[key] = buckets
@@ -73,6 +81,10 @@ class MemoryStorage:
     def get_shingles(self, keys: Sequence[str]) -> list[np.ndarray | None]:
         return [self._shingles[k] for k in keys]
 
+    def info(self, keys: Sequence[str]) -> list[DocumentInfo | None]:
+        found = [self._info.get(k) for k in keys]
+        return [None if f is None else DocumentInfo(k, *f) for k, f in zip(keys, found, strict=True)]
+
     def remove(self, keys: Sequence[str]) -> int:
         self._epoch += 1
         return self._discard(keys)
@@ -84,6 +96,7 @@ class MemoryStorage:
                 continue
             removed += 1
             del self._shingles[key]
+            del self._info[key]
             for bucket in self._doc_buckets.pop(key):
                 members = self._buckets[bucket]
                 members.discard(key)
@@ -105,6 +118,10 @@ class MemoryStorage:
 
     def size_bytes(self) -> int | None:
         return None
+
+    def exclusive(self) -> AbstractContextManager[None]:
+        """The exclusive section of this process's threads (a memory index has no other process)."""
+        return self._section.hold()
 
     def close(self) -> None:
         return None

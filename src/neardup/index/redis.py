@@ -18,8 +18,16 @@ Layout (``layout`` 2), every key starting with the prefix ``P`` (``neardup:`` by
                             the index keeps shingles)
     P:bands         hash    id -> its band keys, 8 bytes each, one per band (absent for an empty
                             document): what removal takes out of the band tables
+    P:info          hash    id -> the insert's Unix time (float64) then the shingle count (int64,
+                            -1 if unknown), little-endian, 16 bytes: Storage.info()
+    P:lock          string  the holder's token while one holds the exclusive section (SET NX PX)
     P:t:<4 bytes>   string  a band-table shard: 12-byte records, the low 7 bytes of a band key
                             then the id of the document that has it
+
+``P:info`` and ``P:lock`` came after layout 2's first release and leave it layout 2: a document
+without ``P:info`` (written by an earlier neardup) reports its time and count as unknown, and an
+earlier neardup that removes or replaces documents leaves their ``P:info`` entries behind, unread,
+as ids are never reused.
 
 Ids are positive integers from ``P:seq``, written as 5 bytes (at most 2**40 - 1 of them) except
 as ``P:docs`` scores; a replaced document gets a new id, so it moves to the end of ``keys()``.
@@ -56,6 +64,12 @@ have, the nine above and the ``bands * 2048`` shards, so no key of another prefi
 redis-py's default socket timeout (five seconds) is raised to ``_SOCKET_TIMEOUT_S``: a large batch
 keeps the server busy for seconds.
 
+:meth:`RedisStorage.exclusive` is redis-py's ``Lock`` on ``P:lock``: every process and machine that
+opens the index through one server shares it. The key expires ``_LOCK_TIMEOUT_S`` after it was
+last renewed, and a thread of the holder renews it while the section is held, so a holder that
+dies frees it within that time while a long one keeps it. A holder that the server or the network
+cut off for longer loses the lock, and leaving the section then raises ``StorageError``.
+
 ``size_bytes()`` is None: ``MEMORY USAGE`` over every shard costs a round of work per key, and
 ``INFO memory`` counts the whole server, not this index.
 """
@@ -67,8 +81,9 @@ import itertools
 import json
 import os
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -76,7 +91,13 @@ import numpy as np
 
 from neardup.core.sorting import sorted_unique
 from neardup.errors import IndexSettingsError, StorageError
-from neardup.index.base import Candidates, check_batch
+from neardup.index.base import (
+    Candidates,
+    DocumentInfo,
+    ExclusiveSection,
+    check_batch,
+    check_counts,
+)
 
 LAYOUT_VERSION = 2
 DEFAULT_PREFIX = "neardup"
@@ -91,6 +112,9 @@ _ID_BYTES = 5
 _KEY_BYTES = 7  # the low bytes of a band key in a record: with the shard, all 64 bits
 _RECORD = _KEY_BYTES + _ID_BYTES
 _MAX_ID = (1 << (8 * _ID_BYTES)) - 1
+_INFO = np.dtype([("inserted_at", "<f8"), ("shingles", "<i8")])  # a P:info value
+_LOCK_TIMEOUT_S = 10.0  # P:lock expires this long after its last renewal
+_LOCK_POLL_S = 0.005  # how often a waiter tries P:lock again
 
 # The scripts unpack() at most 4000 values at a time: Lua's C stack takes about 8000.
 
@@ -99,6 +123,7 @@ _LUA_COMMON = """
 local prefix = ARGV[1]
 local k_docs, k_keys, k_sig = prefix .. 'docs', prefix .. 'keys', prefix .. 'sig'
 local k_shingles, k_bands, k_epoch = prefix .. 'shingles', prefix .. 'bands', prefix .. 'epoch'
+local k_info = prefix .. 'info'
 
 -- the stored ones among ARGV[first..last] (document keys): those keys, their 5-byte ids and
 -- their places in ARGV
@@ -125,7 +150,7 @@ local function stored(first, last)
 end
 
 -- takes stored documents (their ids) out of their shards, one GET and SET per shard, and
--- deletes their keys, signatures, band keys and shingles
+-- deletes their keys, signatures, band keys, shingles and info
 local function drop(ids)
     local char, byte, sub, find, floor = string.char, string.byte, string.sub, string.find, math.floor
     local pending, shards, n = {}, {}, 0  -- shard number -> its records to remove, concatenated
@@ -173,7 +198,7 @@ local function drop(ids)
     end
     for lo = 1, #ids, 4000 do
         local hi = math.min(lo + 3999, #ids)
-        for _, hash in ipairs({k_keys, k_sig, k_bands, k_shingles}) do
+        for _, hash in ipairs({k_keys, k_sig, k_bands, k_shingles, k_info}) do
             redis.call('HDEL', hash, unpack(ids, lo, hi))
         end
     end
@@ -500,6 +525,7 @@ class RedisStorage:
         self._redis_error: type[Exception] = redis.exceptions.RedisError
         self._response_error: type[Exception] = redis.exceptions.ResponseError
         self._no_script: type[Exception] = redis.exceptions.NoScriptError
+        self._lock_not_owned: type[Exception] = redis.exceptions.LockNotOwnedError
         connect_url, prefix = _split_prefix(url)
         self.prefix = prefix
         p = prefix.encode()
@@ -513,6 +539,10 @@ class RedisStorage:
         self._k_keys = p + b"keys"
         self._k_bands = p + b"bands"
         self._k_epoch = p + b"epoch"
+        self._k_info = p + b"info"
+        self._k_lock = p + b"lock"
+        self._section = ExclusiveSection(self._url, self._lock_enter, self._lock_leave)
+        self._held: tuple[Any, threading.Event, threading.Thread] | None = None  # see _lock_enter
         # the settings this storage last read: a storage that saw none creates them (SET NX)
         self._seen_settings = False
         self._lock = threading.Lock()
@@ -672,11 +702,15 @@ class RedisStorage:
         shingles: Sequence[np.ndarray] | None = None,
         *,
         eligible: np.ndarray | None = None,
+        shingle_counts: np.ndarray | None = None,
     ) -> None:
         mask = check_batch(keys, signatures, band_keys, shingles, eligible)
         n = len(keys)
+        info = np.empty(n, dtype=_INFO)
+        info["shingles"] = check_counts(shingle_counts, n)
         if n == 0:
             return
+        info["inserted_at"] = time.time()
         sigs = np.ascontiguousarray(signatures, dtype="<u4").view(np.uint8).reshape(n, -1)
         bands = np.ascontiguousarray(band_keys, dtype=np.uint64)
         key_recs = [_bulk(k) for k in self._encode(keys)]
@@ -704,7 +738,7 @@ class RedisStorage:
                 shard_args,
             ]
             scripts += 1
-        doc_parts, doc_commands = self._doc_commands(key_recs, ids, sigs, bands, mask, shingles)
+        doc_parts, doc_commands = self._doc_commands(key_recs, ids, sigs, bands, mask, shingles, info)
         parts += [*doc_parts, _command([b"INCR", self._k_epoch]), _command([b"EXEC"])]
         with self._errors("inserting documents"):
             replies = self._send(parts, 3 + scripts + doc_commands)
@@ -749,12 +783,14 @@ class RedisStorage:
         bands: np.ndarray,
         mask: np.ndarray,
         shingles: Sequence[np.ndarray] | None,
+        info: np.ndarray,
     ) -> tuple[list[bytes], int]:
         """The ZADD / HSET commands that store the documents, and how many they are."""
         n = len(key_recs)
         id_recs = _fixed(_big_endian(ids, _ID_BYTES))
         by_id = _fixed(sigs)  # (id, signature) argument pairs, packed by numpy
         sig_pairs = np.concatenate([id_recs, by_id], axis=1)
+        info_pairs = np.concatenate([id_recs, _fixed(info.view(np.uint8).reshape(n, -1))], axis=1)
         band_pairs = np.concatenate([id_recs, _fixed(_big_endian(bands.ravel()).reshape(n, -1))], axis=1)
         id_raw, id_width = id_recs.tobytes(), id_recs.shape[1]
         scores = [_bulk(b"%d" % i) for i in ids.tolist()]
@@ -772,8 +808,10 @@ class RedisStorage:
                 _interleave([id_raw[i * id_width : (i + 1) * id_width] for i in range(lo, hi)], chunk_keys),
                 _head(argc, b"HSET", self._k_sig),
                 sig_pairs[lo:hi].tobytes(),
+                _head(argc, b"HSET", self._k_info),
+                info_pairs[lo:hi].tobytes(),
             ]
-            commands += 3
+            commands += 4
             if rows.size:
                 parts += [_head(2 + 2 * rows.size, b"HSET", self._k_bands), band_pairs[rows].tobytes()]
                 commands += 1
@@ -991,6 +1029,26 @@ class RedisStorage:
         blobs = self._fetch(keys, b"shingles", "reading shingles")
         return [None if b is None else np.frombuffer(b, dtype="<u8").astype(np.uint64) for b in blobs]
 
+    def info(self, keys: Sequence[str]) -> list[DocumentInfo | None]:
+        if not keys:
+            return []
+        encoded = self._encode(keys)
+        with self._errors("reading document info"):
+            stored, values = self._run(
+                _FETCH, 2 + len(encoded), _bulks([self._prefix_bytes, b"info", *encoded])
+            )
+        out: list[DocumentInfo | None] = []
+        for key, flag, value in zip(keys, stored, values, strict=True):
+            if not flag:
+                out.append(None)
+            elif not isinstance(value, bytes):  # stored by a neardup that did not record it
+                out.append(DocumentInfo(key, None, None))
+            else:
+                record = np.frombuffer(value, dtype=_INFO)[0]
+                count = int(record["shingles"])
+                out.append(DocumentInfo(key, float(record["inserted_at"]), None if count < 0 else count))
+        return out
+
     def remove(self, keys: Sequence[str]) -> int:
         unique = self._encode(list(dict.fromkeys(keys)))
         if not unique:
@@ -1077,6 +1135,58 @@ class RedisStorage:
         ]
         with self._errors(f"moving the index to {target.url}"):
             return int(self._run(_KEYS, 6, _bulks(args)))
+
+    def exclusive(self) -> AbstractContextManager[None]:
+        """The exclusive section of every process that opens this index on this server, under this
+        prefix (see the module docstring)."""
+        return self._section.hold()
+
+    def _lock_enter(self, deadline: float, wait: float) -> None:
+        """Take ``P:lock``, waiting until ``deadline`` (time.monotonic(), ``wait`` s after the
+        start), and start renewing it."""
+        lock = self._client.lock(
+            self._k_lock,
+            timeout=_LOCK_TIMEOUT_S,
+            sleep=_LOCK_POLL_S,
+            blocking_timeout=max(0.0, deadline - time.monotonic()),
+            thread_local=False,  # the renewing thread needs the token too
+        )
+        with self._errors("entering the exclusive section"):
+            acquired = lock.acquire()
+        if not acquired:
+            raise StorageError(
+                f"{self._url}: another holder held the index's exclusive section (key "
+                f"{self.prefix}lock) for more than {wait:g} s; try again later (a "
+                f"holder that died frees it within {_LOCK_TIMEOUT_S:g} s)"
+            )
+        stop = threading.Event()
+        renewer = threading.Thread(target=self._renew, args=(lock, stop), name="neardup-lock", daemon=True)
+        renewer.start()
+        self._held = (lock, stop, renewer)
+
+    def _renew(self, lock: Any, stop: threading.Event) -> None:
+        """Reset the lock's expiry every third of it until ``stop`` is set."""
+        while not stop.wait(_LOCK_TIMEOUT_S / 3):
+            try:
+                lock.reacquire()
+            except self._redis_error:  # lost or unreachable: leaving the section reports it
+                return
+
+    def _lock_leave(self) -> None:
+        if self._held is None:
+            return
+        (lock, stop, renewer), self._held = self._held, None
+        stop.set()
+        renewer.join()
+        with self._errors("leaving the exclusive section"):
+            try:
+                lock.release()
+            except self._lock_not_owned as exc:
+                raise StorageError(
+                    f"{self._url}: the exclusive section's lock ({self.prefix}lock) expired while it "
+                    f"was held: the holder lost touch with the server for more than {_LOCK_TIMEOUT_S:g} "
+                    "s, and another holder may have entered meanwhile"
+                ) from exc
 
     def close(self) -> None:
         with self._errors("closing the index"), self._lock:

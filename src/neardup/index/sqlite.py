@@ -1,13 +1,21 @@
 """The SQLite backend: one file, no server, the embedded default.
 
-Layout (``sqlite_schema`` 1 in the ``meta`` table)::
+Layout (``sqlite_schema`` 2 in the ``meta`` table)::
 
-    meta(key TEXT PRIMARY KEY, value TEXT)      'sqlite_schema' -> '1', 'settings' -> JSON
+    meta(key TEXT PRIMARY KEY, value TEXT)      'sqlite_schema' -> '2', 'settings' -> JSON
     docs(id INTEGER PRIMARY KEY, key TEXT UNIQUE NOT NULL,
          signature BLOB NOT NULL,               uint32 little-endian, num_perm values
          buckets BLOB,                          int64 little-endian, one per band; NULL if empty doc
-         shingles BLOB)                         sorted unique uint64 little-endian; NULL if not kept
+         shingles BLOB,                         sorted unique uint64 little-endian; NULL if not kept
+         inserted_at REAL,                      Unix time of the insert; NULL if before layout 2
+         shingle_count INTEGER)                 see DocumentInfo.shingles; NULL if unknown
     bands(bucket INTEGER, doc INTEGER, PRIMARY KEY (bucket, doc)) WITHOUT ROWID
+
+Layout 1 lacked the last two columns of ``docs``. Opening a layout 1 file adds them (NULL in the old
+rows) and records layout 2, in one transaction; a file this process cannot write (read-only
+permissions) opens without that step, reads as before, and reports the info of its documents as
+unknown (:class:`~neardup.index.base.DocumentInfo` with None). neardup releases before layout 2
+refuse a layout 2 file.
 
 ``bucket`` follows :func:`~neardup.index.base.bucket_ids`. ``bands`` is one clustered B-tree, so a
 lookup by bucket is a range scan and an insert touches one tree; a document's own bucket list in
@@ -19,24 +27,44 @@ consistent snapshot while one writer writes, and every batch is one transaction,
 
 :meth:`SQLiteStorage.backup_to` copies the file with SQLite's online backup API, inside one read
 transaction: a consistent snapshot, while other processes keep reading and writing.
+
+:meth:`SQLiteStorage.exclusive` holds ``fcntl.flock`` on ``<file>.lock`` next to the database
+(created when first needed) and a lock of its own for this process's threads. It excludes the
+holders on one machine, and over a network file system only as far as that system's locks are
+honoured: the reach SQLite's own locking has. The kernel drops the lock of a process that dies, so
+a killed holder never blocks the others.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import numpy as np
 
 from neardup.core.sorting import sorted_unique
 from neardup.errors import IndexSettingsError, StorageError
-from neardup.index.base import Candidates, bucket_ids, check_batch, settings_diff
+from neardup.index.base import (
+    Candidates,
+    DocumentInfo,
+    ExclusiveSection,
+    bucket_ids,
+    check_batch,
+    check_counts,
+    settings_diff,
+)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+_READABLE_SCHEMAS = ("1", "2")  # layout 1 is migrated to 2 on open
+_LOCK_POLL_S = 0.005  # the longest sleep between two tries of a held lock file
+_NO_ACCESS = (errno.EACCES, errno.EPERM, errno.EROFS)
 _CHUNK = 500  # parameters per IN (...) list, well under SQLite's limit
 _MAX_PARAMS = 32766  # parameters per multi-row INSERT: SQLite's default limit since 3.32
 _CACHE_KIB = 131072  # page cache per connection: band-table inserts touch pages all over the B-tree
@@ -51,7 +79,9 @@ CREATE TABLE IF NOT EXISTS docs (
     key TEXT UNIQUE NOT NULL,
     signature BLOB NOT NULL,
     buckets BLOB,
-    shingles BLOB
+    shingles BLOB,
+    inserted_at REAL,
+    shingle_count INTEGER
 );
 CREATE TABLE IF NOT EXISTS bands (
     bucket INTEGER NOT NULL,
@@ -104,6 +134,15 @@ def _bucket_order(buckets: np.ndarray) -> np.ndarray:
     return order
 
 
+def _open_lock_file(path: str) -> int:
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except PermissionError:
+        if not os.path.exists(path):
+            raise
+    return os.open(path, os.O_RDONLY | os.O_CLOEXEC)  # flock needs no write access to one that exists
+
+
 class SQLiteStorage:
     """An index in one SQLite file at ``path`` (created if missing)."""
 
@@ -111,6 +150,9 @@ class SQLiteStorage:
         self.path = os.path.abspath(os.fspath(path))
         self._seen_settings = False  # a storage that saw no settings creates them, never overwrites
         self._writes = 0  # write transactions this connection committed: PRAGMA data_version omits them
+        self._schema = SCHEMA_VERSION  # 1: a layout 1 file this process could not migrate
+        self._lock_fd = -1
+        self._section = ExclusiveSection(self.path, self._lock_file, self._unlock_file)
         try:
             self._conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
         except sqlite3.Error as exc:
@@ -158,13 +200,16 @@ class SQLiteStorage:
                 f"{self.path} is an SQLite database but not a neardup index; choose another file"
             )
         if "meta" in tables:
-            row = conn.execute("SELECT value FROM meta WHERE key='sqlite_schema'").fetchone()
-            found = None if row is None else row[0]
-            if found != str(SCHEMA_VERSION):
+            found = self._stored_schema()
+            if found not in _READABLE_SCHEMAS:
                 raise StorageError(
                     f"{self.path}: index file layout {found!r} is not readable by this neardup "
-                    f"(it reads layout {SCHEMA_VERSION}); rebuild the index or upgrade neardup"
+                    f"(it reads layouts {' and '.join(_READABLE_SCHEMAS)}); rebuild the index or "
+                    "upgrade neardup"
                 )
+            if found != str(SCHEMA_VERSION):
+                self._schema = int(found)
+                self._migrate(readonly_ok=True)
             return
         with self._transaction("creating the index"):
             for statement in _SCHEMA.split(";"):
@@ -173,6 +218,27 @@ class SQLiteStorage:
             conn.execute(
                 "INSERT OR IGNORE INTO meta (key, value) VALUES ('sqlite_schema', ?)", (str(SCHEMA_VERSION),)
             )
+
+    def _stored_schema(self) -> str | None:
+        row = self._conn.execute("SELECT value FROM meta WHERE key='sqlite_schema'").fetchone()
+        return None if row is None else str(row[0])
+
+    def _migrate(self, *, readonly_ok: bool = False) -> None:
+        """Bring a layout 1 file to layout 2, once for all processes (the first to take the write
+        lock does it). A file this process may not write stays layout 1 if ``readonly_ok``."""
+        try:
+            with self._transaction("upgrading the file to layout 2") as conn:
+                if self._stored_schema() == "1":
+                    conn.execute("ALTER TABLE docs ADD COLUMN inserted_at REAL")
+                    conn.execute("ALTER TABLE docs ADD COLUMN shingle_count INTEGER")
+                    conn.execute("UPDATE meta SET value = '2' WHERE key = 'sqlite_schema'")
+        except StorageError as exc:
+            cause = exc.__cause__
+            name = getattr(cause, "sqlite_errorname", "")
+            if readonly_ok and isinstance(name, str) and name.startswith("SQLITE_READONLY"):
+                return
+            raise
+        self._schema = SCHEMA_VERSION
 
     def _lookup(self, keys: Sequence[str]) -> dict[str, tuple[int, bytes | None]]:
         """``key -> (id, buckets blob)`` of the stored ones among ``keys``."""
@@ -246,11 +312,15 @@ class SQLiteStorage:
         shingles: Sequence[np.ndarray] | None = None,
         *,
         eligible: np.ndarray | None = None,
+        shingle_counts: np.ndarray | None = None,
     ) -> None:
         mask = check_batch(keys, signatures, band_keys, shingles, eligible)
         n = len(keys)
+        counts = [None if c < 0 else c for c in check_counts(shingle_counts, n).tolist()]
         if n == 0:
             return
+        if self._schema != SCHEMA_VERSION:
+            self._migrate()  # a file opened read-only may be writable now; if not, this says so
         # rows are built before the transaction, so the write lock is held only for SQLite's work
         sig_raw = np.ascontiguousarray(signatures, dtype="<u4").tobytes()
         sig_width = len(sig_raw) // n
@@ -263,6 +333,7 @@ class SQLiteStorage:
             else [np.ascontiguousarray(s, dtype="<u8").tobytes() for s in shingles]
         )
         mask_list = mask.tolist()
+        now = time.time()
 
         with self._transaction("inserting documents") as conn:
             existing = self._lookup(keys)
@@ -278,8 +349,15 @@ class SQLiteStorage:
                     sig_raw[i * sig_width : (i + 1) * sig_width],
                     bucket_raw[i * bucket_width : (i + 1) * bucket_width] if mask_list[i] else None,
                     shingle_blobs[i],
+                    now,
+                    counts[i],
                 )
-            _insert_rows(conn, "INSERT INTO docs (id, key, signature, buckets, shingles)", 5, doc_rows)
+            _insert_rows(
+                conn,
+                "INSERT INTO docs (id, key, signature, buckets, shingles, inserted_at, shingle_count)",
+                7,
+                doc_rows,
+            )
             flat_buckets = buckets[mask].ravel()
             order = _bucket_order(flat_buckets)  # B-tree order: fewer pages touched per insert
             band_rows = np.empty((order.size, 2), dtype=np.int64)
@@ -343,6 +421,18 @@ class SQLiteStorage:
     def get_shingles(self, keys: Sequence[str]) -> list[np.ndarray | None]:
         with self._transaction("reading shingles", write=False):
             return self._shingles(self._read_blobs(keys, "shingles"))
+
+    def info(self, keys: Sequence[str]) -> list[DocumentInfo | None]:
+        found: dict[str, DocumentInfo] = {}
+        with self._transaction("reading document info", write=False) as conn:
+            if self._schema < SCHEMA_VERSION and self._stored_schema() == str(SCHEMA_VERSION):
+                self._schema = SCHEMA_VERSION  # another process upgraded the file meanwhile
+            columns = "inserted_at, shingle_count" if self._schema >= 2 else "NULL, NULL"
+            for part in _chunks(list(dict.fromkeys(keys))):
+                sql = f"SELECT key, {columns} FROM docs WHERE key IN ({_marks(len(part))})"
+                for key, inserted_at, shingle_count in conn.execute(sql, list(part)):
+                    found[key] = DocumentInfo(key, inserted_at, shingle_count)
+        return [found.get(k) for k in keys]
 
     def remove(self, keys: Sequence[str]) -> int:
         with self._transaction("removing documents"):
@@ -428,6 +518,50 @@ class SQLiteStorage:
             raise StorageError(f"{self.path}: closing the index failed: {exc}") from exc
         finally:
             self.close()
+
+    def exclusive(self) -> AbstractContextManager[None]:
+        """The exclusive section of every process on this machine that opens this file (see the
+        module docstring); needs write access to the file's folder for ``<file>.lock``."""
+        return self._section.hold()
+
+    def _lock_file(self, deadline: float, wait: float) -> None:
+        """Take ``<file>.lock``, trying until ``deadline`` (time.monotonic(), ``wait`` s after the
+        start): flock has no timeout, and a blocking call could not be given up."""
+        lock_path = self.path + ".lock"
+        try:
+            fd = _open_lock_file(lock_path)
+        except OSError as exc:
+            hint = "; it needs write access to the index's folder" if exc.errno in _NO_ACCESS else ""
+            raise StorageError(
+                f"{lock_path}: cannot open the lock file of the index's exclusive section: "
+                f"{exc.strerror or exc}{hint}"
+            ) from exc
+        pause = 0.0005
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise StorageError(
+                        f"{self.path}: another holder held the index's exclusive section "
+                        f"({lock_path}) for more than {wait:g} s; try again later"
+                    ) from None
+                time.sleep(pause)
+                pause = min(2 * pause, _LOCK_POLL_S)
+                continue
+            except OSError as exc:
+                os.close(fd)
+                raise StorageError(f"{lock_path}: cannot lock: {exc.strerror or exc}") from exc
+            self._lock_fd = fd
+            return
+
+    def _unlock_file(self) -> None:
+        fd, self._lock_fd = self._lock_fd, -1
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)  # closing alone would not, were the fd shared by a fork
+        finally:
+            os.close(fd)
 
     def close(self) -> None:
         with self._errors("closing the index"):
