@@ -38,10 +38,18 @@ def test_the_readme_has_python_blocks() -> None:
     assert len(BLOCKS) >= 5
 
 
-@pytest.mark.parametrize("number", range(len(BLOCKS)))
+SERVICE = "neardup.client"
+"""Blocks that talk to ``neardup serve``: tests/test_server_readme.py runs them beside a server."""
+
+
+@pytest.mark.parametrize("number", [i for i, block in enumerate(BLOCKS) if SERVICE not in block])
 def test_readme_python_block_runs(number: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # files a block writes (idx.db) land in a fresh folder
-    source = BLOCKS[number]
+    run_block(BLOCKS[number], f"README block {number}")
+
+
+def run_block(source: str, name: str) -> None:
+    """Run a README block statement by statement, checking each value a comment shows."""
     lines = source.splitlines()
     namespace: dict[str, Any] = {"__name__": "readme"}
     for node in ast.parse(source).body:
@@ -52,7 +60,7 @@ def test_readme_python_block_runs(number: int, tmp_path: Path, monkeypatch: pyte
             known, shown = _shown(line[line.index("#", len(line) - len(line.lstrip()) + 1) :])
             value = eval(compile(ast.Expression(node.value), "README.md", "eval"), namespace)
             if known:
-                assert _plain(value) == shown, f"README block {number}: {code} gives {value!r}, not {shown!r}"
+                assert _plain(value) == shown, f"{name}: {code} gives {value!r}, not {shown!r}"
             continue
         exec(compile(ast.Module([node], type_ignores=[]), "README.md", "exec"), namespace)
 

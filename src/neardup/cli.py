@@ -1141,3 +1141,6 @@ def run() -> NoReturn:
 
 if __name__ == "__main__":  # pragma: no cover
     run()
+
+
+from neardup import cli_service as _cli_service  # noqa: E402, F401  (registers serve and check)

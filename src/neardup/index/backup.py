@@ -15,11 +15,12 @@ as it was at one instant, while other processes go on reading and writing it:
   ``_ATTEMPTS`` times, then :class:`StorageError` says that writes kept coming.
 
 The copy stores the source's settings as they are, and each document's key, signature, shingle
-count and (when the index keeps them) shingles; its documents' ``inserted_at`` is the copy's time. Its band keys are computed again from the signatures with the
-settings' bands and rows, as :class:`~neardup.index.lsh_index.LSHIndex` computes them, and a
-document enters the band tables unless its signature is empty, as ``insert_signatures`` decides:
-both follow from what is copied, so the protocol needs no reader of band tables, and a backend's
-own layout of them (SQLite rows, Redis shards) never crosses to another.
+count and (when the index keeps them) shingles; its documents' ``inserted_at`` is the copy's time.
+Its band keys are computed again from the signatures with the settings' bands and rows, as
+:class:`~neardup.index.lsh_index.LSHIndex` computes them, and a document enters the band tables
+unless its signature is empty, as ``insert_signatures`` decides: both follow from what is copied,
+so the protocol needs no reader of band tables, and a backend's own layout of them (SQLite rows,
+Redis shards) never crosses to another.
 
 A copy appears at DEST only complete. A file is written beside DEST (``.NAME.TOKEN.partial``) and
 renamed onto it at the end; a Redis index is written under a prefix of its own in DEST's database

@@ -19,6 +19,7 @@ from neardup.core.text import encode_texts
 from neardup.core.verify import exact_jaccard_pairs
 from neardup.errors import ConfigError, IndexSettingsError
 from neardup.index.base import Candidates, DocumentInfo, Storage
+from neardup.index.checking import CheckResult, InsertPolicy, check_many
 from neardup.index.settings import FORMAT_VERSION, IndexSettings
 from neardup.index.url import open_storage
 
@@ -309,6 +310,20 @@ class LSHIndex:
                 order = order[:top_k]
             out[q] = [Match(cands[i], float(sim[i]), exact) for i in order.tolist()]
         return out
+
+    def check_many(
+        self,
+        texts: Sequence[str],
+        keys: Sequence[str | None] | None = None,
+        *,
+        insert: InsertPolicy = "never",
+        top_k: int | None = None,
+        exact: bool | None = None,
+    ) -> list[CheckResult]:
+        """Check each text against the index and, by ``insert`` (``never``, ``if_new``: only texts
+        that match nothing, atomically; ``always``), insert it under its key: see
+        :func:`neardup.index.checking.check_many`."""
+        return check_many(self, texts, keys, insert=insert, top_k=top_k, exact=exact)
 
     # -- the rest ------------------------------------------------------------------------------
 
