@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from common import machine_info, markdown_table
 
 OUT = Path(__file__).parent / "out"
@@ -72,12 +73,15 @@ def free_port() -> int:
 
 def build(index: str, corpus: Path, docs: int) -> float:
     """Seconds to build ``index`` from ``corpus`` (0 when one of ``docs`` documents exists)."""
-    probe = subprocess.run([NEARDUP, "index", "stats", "--index", index, "--json"], capture_output=True, text=True)
+    probe = subprocess.run(
+        [NEARDUP, "index", "stats", "--index", index, "--json"], capture_output=True, text=True
+    )
     if probe.returncode == 0 and json.loads(probe.stdout)["documents"] == docs:
         return 0.0
     t0 = time.perf_counter()
     subprocess.run(
-        [NEARDUP, "index", "build", str(corpus), "--index", index, "--id-column", "id", "--replace", "-q"], check=True
+        [NEARDUP, "index", "build", str(corpus), "--index", index, "--id-column", "id", "--replace", "-q"],
+        check=True,
     )
     return time.perf_counter() - t0
 
@@ -158,7 +162,9 @@ def in_process_neardup(index: str, texts: list[str], seconds: float, batch: int)
         return n / (time.perf_counter() - t0)
 
 
-def in_process_datasketch(redis_url: str, docs: list[str], texts: list[str], seconds: float) -> dict[str, float]:
+def in_process_datasketch(
+    redis_url: str, docs: list[str], texts: list[str], seconds: float
+) -> dict[str, float]:
     """datasketch MinHashLSH on Redis: insert seconds and single queries per second."""
     from urllib.parse import urlparse
 
@@ -182,7 +188,9 @@ def in_process_datasketch(redis_url: str, docs: list[str], texts: list[str], sec
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--documents", type=int, default=1_000_000)
     parser.add_argument("--datasketch-documents", type=int, default=100_000)
     parser.add_argument("--seconds", type=float, default=10.0)
@@ -206,7 +214,15 @@ def main() -> None:
     if redis_url is None and "redis" in args.backends:
         port = free_port()
         redis_proc = subprocess.Popen(
-            [shutil.which("redis-server") or "redis-server", "--port", str(port), "--save", "", "--appendonly", "no"],
+            [
+                shutil.which("redis-server") or "redis-server",
+                "--port",
+                str(port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
             stdout=subprocess.DEVNULL,
         )
         time.sleep(0.5)
@@ -214,7 +230,9 @@ def main() -> None:
     record: dict[str, Any] = {"machine": machine_info(), "args": vars(args), "runs": []}
     try:
         for backend in args.backends.split(","):
-            index = str(work / f"idx-{args.documents}.db") if backend == "sqlite" else f"{redis_url}?prefix=bench"
+            index = (
+                str(work / f"idx-{args.documents}.db") if backend == "sqlite" else f"{redis_url}?prefix=bench"
+            )
             built = build(index, corpus, args.documents)
             ceiling = {b: in_process_neardup(index, texts, args.seconds / 2, b) for b in (1, 100)}
             proc, url = serve(index, args.workers, work / f"serve-{backend}.log")
@@ -249,7 +267,17 @@ def main() -> None:
         )
         for r in record["runs"]
     ]
-    header = ("backend", "batch", "clients", "texts/s", "p50 ms", "p99 ms", "p99.9 ms", "errors", "in-process texts/s")
+    header = (
+        "backend",
+        "batch",
+        "clients",
+        "texts/s",
+        "p50 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "errors",
+        "in-process texts/s",
+    )
     print(markdown_table(header, rows))
     if "datasketch" in record:
         print(f"datasketch MinHashLSH on Redis, in process: {record['datasketch']}")

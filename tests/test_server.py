@@ -366,7 +366,7 @@ def test_sigterm_finishes_the_request_in_flight(tmp_path: Path, index_url: str) 
         srv.proc.send_signal(signal.SIGTERM)
         answer = pending.result(timeout=60)
     assert answer.status_code == 200 and sum(r["inserted"] for r in answer.json()["results"]) == 300
-    assert stop(srv) == 0
+    assert stop(srv) in (0, -signal.SIGTERM)  # uvicorn ends by the signal it was stopped with
     assert "Shutting down" in srv.output() or "Finished server process" in srv.output()
 
 

@@ -60,8 +60,8 @@ def check_many(
     """Check ``texts`` (with their ``keys``) against ``index``; see the module docstring.
 
     ``exact`` (default: whether the index keeps shingles) ranks by exact Jaccard. Inserting
-    needs a key for every text, unique within the batch; a key already indexed is replaced
-    (``always``), or, with ``if_new``, reported as a match of itself when the text is similar.
+    needs a key for every text; a key already indexed, or repeated in the batch, is replaced by
+    the later text (each is reported as inserted, as it was when its turn came).
     """
     from neardup.index.lsh_index import Match
 
@@ -76,8 +76,6 @@ def check_many(
         missing = [i for i, k in enumerate(keys) if k is None]
         if missing:
             raise ConfigError(f"insert={insert} needs a key for every text; text [{missing[0]}] has none")
-        if len(set(keys)) != len(keys):
-            raise ConfigError(f"insert={insert} needs keys unique within the batch")
     sketches = _sketch(index, texts, shingles=exact or (insert != "never" and index.settings.keep_shingles))
     if insert == "never":
         found = _lookup(index, sketches, top_k, exact)
@@ -95,7 +93,8 @@ def check_many(
             )[:top_k]
             inserted[i] = insert == "always" or not matches
             results.append(CheckResult(key, matches, bool(matches), bool(inserted[i])))
-        rows = np.flatnonzero(inserted)
+        last = {key: i for i, key in enumerate(keys) if inserted[i]}  # a repeated key: its last text
+        rows = np.array(sorted(last.values()), dtype=np.int64)
         if rows.size:
             shingles, counts = None, sketches.counts[rows]  # counted as insert_many counts them
             if index.settings.keep_shingles and sketches.sets is not None:

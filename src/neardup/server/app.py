@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -22,7 +23,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from neardup.index import LSHIndex
-from neardup.server import metrics, problems
+from neardup.server import metrics, openapi, problems
 from neardup.server.auth import KeyRing
 from neardup.server.auth import Scope as KeyScope
 from neardup.server.config import ENV_CONFIG, Limits, ServerConfig
@@ -41,6 +42,7 @@ from neardup.server.models import (
 from neardup.server.problems import Problem, limit_exceeded
 
 log = logging.getLogger("neardup.server")
+_CONTROL = re.compile("[\u0000-\u001f\u007f-\u009f]")
 T = TypeVar("T")
 
 
@@ -205,8 +207,8 @@ def _check_id(value: str, where: str, limits: Limits) -> None:
         raise limit_exceeded(
             "max_id_chars", limits.max_id_chars, f"{where}: an id has 1 to {limits.max_id_chars} characters"
         )
-    if not value.isprintable():
-        raise Problem(422, "Invalid request", f"{where}: an id has no control or unprintable characters")
+    if _CONTROL.search(value):
+        raise Problem(422, "Invalid request", f"{where}: an id has no control characters")
     _check_utf8(value, where)
 
 
@@ -260,6 +262,7 @@ def create_app(config: ServerConfig) -> FastAPI:
     )
     app.state.keys = keys
     problems.install(app)
+    openapi.install(app, limits)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
@@ -276,6 +279,13 @@ def create_app(config: ServerConfig) -> FastAPI:
         if request.insert != "never" and scope < KeyScope.write:
             raise Problem(
                 403, "Forbidden", f"insert={request.insert} needs the write scope; this key's is {scope.name}"
+            )
+        if request.exact and not index().first.settings.keep_shingles:
+            raise Problem(
+                409,
+                "Settings differ",
+                "exact similarity needs the documents' shingles, and this index does not keep them "
+                "(it was built without --keep-shingles); check without exact",
             )
         items = request.items()
         _check_count(len(items), "texts", limits)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Strict = ConfigDict(extra="forbid", strict=True)
 
@@ -29,7 +29,7 @@ class CheckRequest(BaseModel):
     texts: list[TextIn] | None = None
     text: str | None = None
     id: str | None = None
-    top_k: int = Field(10, ge=1, description="At most this many matches per text, best first.")
+    top_k: int = Field(10, ge=1, strict=False, description="At most this many matches per text, best first.")
     insert: Literal["never", "if_new", "always"] = Field(
         "never",
         description="never; if_new: insert each text that matched nothing (atomic: racing "
@@ -38,6 +38,14 @@ class CheckRequest(BaseModel):
     exact: bool | None = Field(
         None, description="Exact Jaccard (needs an index that keeps shingles); default: whether it does."
     )
+
+    @field_validator("top_k", mode="before")
+    @classmethod
+    def _whole_number(cls, value: object) -> object:
+        """A JSON number with no fraction (``5`` or ``5.0``, as JSON Schema counts integers)."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError("top_k must be a whole number")
+        return value
 
     @model_validator(mode="after")
     def _one_shape(self) -> CheckRequest:
