@@ -319,6 +319,9 @@ def test_racing_if_new_checks_insert_once(tmp_path: Path, index_url: str) -> Non
         assert all([m["id"] for m in r["matches"]] == inserted for r in results if not r["inserted"])  # type: ignore[attr-defined]
         with srv.client("admin") as http:
             assert http.get("/v1/index").json()["documents"] == len(CORPUS) + 1
+            metrics = http.get("/metrics").text  # both workers' counts, summed
+        checked = [line for line in metrics.splitlines() if line.startswith("neardup_texts_checked_total ")]
+        assert checked == ["neardup_texts_checked_total 32.0"]
 
 
 def test_acknowledged_inserts_survive_kill_9(tmp_path: Path, index_url: str) -> None:
@@ -399,3 +402,22 @@ def test_a_bad_key_file_or_a_missing_index_stops_at_start(tmp_path: Path) -> Non
     missing = tmp_path / "none.db"
     done = subprocess.run([NEARDUP, "serve", "--index", str(missing)], capture_output=True, text=True)
     assert done.returncode == 1 and "neardup index build" in done.stderr and not missing.exists()
+
+
+def test_a_body_that_never_arrives_is_408_not_a_hang(tmp_path: Path) -> None:
+    import socket
+
+    index = str(tmp_path / "idx.db")
+    build_index(tmp_path, index)
+    with running(tmp_path, index, "--timeout", "1") as srv:
+        port = int(srv.url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+            conn.sendall(
+                b"POST /v1/check HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                + KEYS["read"].encode()
+                + b'\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"text": '
+            )
+            started = time.monotonic()
+            answer = conn.recv(4096).decode()
+        assert answer.startswith("HTTP/1.1 408") and time.monotonic() - started < 5
+        assert httpx.get(f"{srv.url}/healthz").status_code == 200  # the worker goes on

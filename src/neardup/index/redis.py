@@ -339,7 +339,7 @@ return {found, ids, keys, call('HMGET', present, 1, c, prefix .. 'sig'), sh}
 # and move returns how many.
 _LUA_KEYS = """
 local char, floor, fmt = string.char, math.floor, string.format
-local names = {'layout', 'settings', 'seq', 'epoch', 'docs', 'keys', 'sig', 'shingles', 'bands'}
+local names = {'layout', 'settings', 'seq', 'epoch', 'docs', 'keys', 'sig', 'shingles', 'bands', 'info'}
 local function keys_of(prefix, bands)
     local out = {}
     for i, name in ipairs(names) do out[i] = prefix .. name end
