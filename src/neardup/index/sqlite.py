@@ -371,26 +371,43 @@ class SQLiteStorage:
         unique = sorted_unique(buckets).tolist()
         hits: dict[int, list[str]] = {}
         signature_of: dict[str, bytes] = {}
-        with self._transaction("looking up candidates", write=False) as conn:  # one snapshot
-            for part in _chunks(unique):
+        shingles_of: dict[str, bytes | None] = {}
+        columns = "b.bucket, d.key, d.signature" + (", d.shingles" if shingles else "")
+        parts = list(_chunks(unique))
+        # one statement reads one snapshot by itself; several need a read transaction around them
+        # (a BEGIN and COMMIT cost as much as the lookup of a single text)
+        snapshot = (
+            self._transaction("looking up candidates", write=False) if len(parts) > 1 else self._plain()
+        )
+        with snapshot as conn:
+            for part in parts:
                 sql = (
-                    "SELECT b.bucket, d.key, d.signature FROM bands AS b JOIN docs AS d ON d.id = b.doc "
+                    f"SELECT {columns} FROM bands AS b JOIN docs AS d ON d.id = b.doc "
                     f"WHERE b.bucket IN ({_marks(len(part))})"
                 )
-                for bucket, key, signature in conn.execute(sql, list(part)):
+                for row in conn.execute(sql, list(part)):
+                    bucket, key, signature = row[0], row[1], row[2]
                     hits.setdefault(bucket, []).append(key)
                     signature_of[key] = signature
-            per_row: list[set[str]] = []
-            for row in buckets.tolist():
-                found: set[str] = set()
-                for bucket in row:
-                    found.update(hits.get(bucket, ()))
-                per_row.append(found)
-            return Candidates.from_rows(
-                per_row,
-                lambda keys: self._signatures([signature_of[k] for k in keys]),
-                (lambda keys: self._shingles(self._read_blobs(keys, "shingles"))) if shingles else None,
-            )
+                    if shingles:
+                        shingles_of[key] = row[3]
+        per_row: list[set[str]] = []
+        for row_buckets in buckets.tolist():
+            found: set[str] = set()
+            for bucket in row_buckets:
+                found.update(hits.get(bucket, ()))
+            per_row.append(found)
+        return Candidates.from_rows(
+            per_row,
+            lambda keys: self._signatures([signature_of[k] for k in keys]),
+            (lambda keys: self._shingles([shingles_of[k] for k in keys])) if shingles else None,
+        )
+
+    @contextmanager
+    def _plain(self) -> Iterator[sqlite3.Connection]:
+        """The connection, for one statement outside a transaction (errors as StorageError)."""
+        with self._errors("looking up candidates"):
+            yield self._conn
 
     def _read_blobs(self, keys: Sequence[str], column: str) -> list[bytes | None]:
         """``column`` of each of ``keys``, in order (inside a transaction or not)."""

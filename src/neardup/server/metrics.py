@@ -9,6 +9,7 @@ collects every worker's file.
 from __future__ import annotations
 
 import os
+import time
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -40,8 +41,16 @@ RESIDENT_BYTES = Gauge(
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
-def note_memory() -> None:
-    """Record this worker's resident memory (Linux; elsewhere nothing)."""
+_noted = [0.0]
+
+
+def note_memory(every_s: float = 1.0) -> None:
+    """Record this worker's resident memory, at most once per ``every_s`` (Linux; elsewhere
+    nothing)."""
+    now = time.monotonic()
+    if now - _noted[0] < every_s:
+        return
+    _noted[0] = now
     try:
         with open("/proc/self/statm", encoding="ascii") as fh:
             RESIDENT_BYTES.set(int(fh.read().split()[1]) * _PAGE)
