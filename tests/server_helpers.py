@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -62,8 +63,16 @@ def build_index(folder: Path, index: str, *, keep_shingles: bool = False) -> Non
     subprocess.run(args, check=True, capture_output=True)
 
 
-def start(folder: Path, index: str, *args: str, keys: bool = True, port: int | None = None) -> Server:
-    """``neardup serve`` on ``index`` at a free port, answering /healthz."""
+def start(
+    folder: Path,
+    index: str,
+    *args: str,
+    keys: bool = True,
+    port: int | None = None,
+    tls_ca: Path | None = None,
+) -> Server:
+    """``neardup serve`` on ``index`` at a free port, answering /healthz (over HTTPS, trusting
+    ``tls_ca``, when given)."""
     port = port or free_port()
     log = folder / f"serve-{port}.log"
     command = [NEARDUP, "serve", "--index", index, "--port", str(port), *args]
@@ -71,13 +80,14 @@ def start(folder: Path, index: str, *args: str, keys: bool = True, port: int | N
         command += ["--api-keys", str(write_keys(folder))]
     with open(log, "wb") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-    server = Server(f"http://127.0.0.1:{port}", proc, log, index)
+    server = Server(f"{'https' if tls_ca else 'http'}://127.0.0.1:{port}", proc, log, index)
     deadline = time.monotonic() + 60
     while True:
         if proc.poll() is not None:
             raise RuntimeError(f"neardup serve exited {proc.returncode}:\n{server.output()}")
         try:
-            if httpx.get(f"{server.url}/healthz", timeout=1.0).status_code == 200:
+            verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=str(tls_ca)) if tls_ca else True
+            if httpx.get(f"{server.url}/healthz", timeout=1.0, verify=verify).status_code == 200:
                 return server
         except httpx.HTTPError:
             pass

@@ -421,3 +421,45 @@ def test_a_body_that_never_arrives_is_408_not_a_hang(tmp_path: Path) -> None:
             answer = conn.recv(4096).decode()
         assert answer.startswith("HTTP/1.1 408") and time.monotonic() - started < 5
         assert httpx.get(f"{srv.url}/healthz").status_code == 200  # the worker goes on
+
+
+def test_tls_files_are_passed_through(tmp_path: Path) -> None:
+    """--ssl-certfile/--ssl-keyfile serve HTTPS that a client trusting the CA can use, and
+    plain HTTP is not answered."""
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1")
+    cert_file, key_file, ca_file = tmp_path / "cert.pem", tmp_path / "key.pem", tmp_path / "ca.pem"
+    cert.cert_chain_pems[0].write_to_path(str(cert_file))
+    cert.private_key_pem.write_to_path(str(key_file))
+    ca.cert_pem.write_to_path(str(ca_file))
+    index = str(tmp_path / "idx.db")
+    build_index(tmp_path, index)
+    args = ("--ssl-certfile", str(cert_file), "--ssl-keyfile", str(key_file))
+    srv = start(tmp_path, index, *args, tls_ca=ca_file)
+    try:
+        from neardup.client import Client
+
+        import ssl
+
+        trusted = ssl.create_default_context(cafile=str(ca_file))
+        with Client(srv.url, api_key=KEYS["read"], verify=trusted) as client:
+            assert client.check(COPY)[0].matches[0].key == "harbour"
+        with pytest.raises(httpx.HTTPError):
+            httpx.get(srv.url.replace("https", "http") + "/healthz", timeout=5)
+        with pytest.raises(httpx.HTTPError):  # a client that does not trust the CA refuses
+            httpx.get(f"{srv.url}/healthz", timeout=5)
+        assert "https://127.0.0.1" in srv.output()
+    finally:
+        stop(srv)
+
+
+def test_insecure_no_auth_listens_off_loopback_and_says_so(tmp_path: Path) -> None:
+    index = str(tmp_path / "idx.db")
+    build_index(tmp_path, index)
+    srv = start(tmp_path, index, "--host", "0.0.0.0", "--insecure-no-auth", keys=False)
+    try:
+        assert httpx.post(f"{srv.url}/v1/check", json={"text": COPY}).status_code == 200  # no key needed
+        assert "NO AUTHENTICATION (--insecure-no-auth)" in srv.output()
+    finally:
+        stop(srv)
