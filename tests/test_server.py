@@ -438,9 +438,9 @@ def test_tls_files_are_passed_through(tmp_path: Path) -> None:
     args = ("--ssl-certfile", str(cert_file), "--ssl-keyfile", str(key_file))
     srv = start(tmp_path, index, *args, tls_ca=ca_file)
     try:
-        from neardup.client import Client
-
         import ssl
+
+        from neardup.client import Client
 
         trusted = ssl.create_default_context(cafile=str(ca_file))
         with Client(srv.url, api_key=KEYS["read"], verify=trusted) as client:
