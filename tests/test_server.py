@@ -463,3 +463,14 @@ def test_insecure_no_auth_listens_off_loopback_and_says_so(tmp_path: Path) -> No
         assert "NO AUTHENTICATION (--insecure-no-auth)" in srv.output()
     finally:
         stop(srv)
+
+
+def test_an_index_call_past_the_timeout_is_503_with_retry_after(tmp_path: Path) -> None:
+    index = str(tmp_path / "idx.db")
+    build_index(tmp_path, index)
+    with running(tmp_path, index, "--timeout", "0.1") as srv, srv.client("write") as http:
+        texts = [{"text": f"word{i} " * 3000, "id": f"slow-{i}"} for i in range(200)]
+        answer = http.post("/v1/check", json={"texts": texts, "insert": "always"})
+        assert answer.status_code == 503 and answer.headers["retry-after"] == "1"
+        assert answer.json()["title"] == "Timed out"
+        assert http.get("/healthz").status_code == 200  # the worker goes on answering
