@@ -94,3 +94,19 @@ def test_check_command_errors(exact_server: Server, tmp_path: Path) -> None:
         [NEARDUP, "check", "--server", "http://127.0.0.1:9", "--text", "x"], capture_output=True, text=True
     )
     assert done.returncode == 1 and "cannot reach the server" in done.stderr
+
+
+def test_check_without_httpx_names_the_extra() -> None:
+    import sys
+
+    hide = "import sys; sys.modules['httpx'] = None; from neardup.cli import run; run()"
+    done = subprocess.run(
+        [sys.executable, "-c", hide, "check", "--server", "http://127.0.0.1:9", "--text", "x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (
+        2,
+        "neardup: error: neardup check needs httpx: pip install 'neardup[client]'\n",
+    )

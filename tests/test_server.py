@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -474,3 +475,16 @@ def test_an_index_call_past_the_timeout_is_503_with_retry_after(tmp_path: Path) 
         assert answer.status_code == 503 and answer.headers["retry-after"] == "1"
         assert answer.json()["title"] == "Timed out"
         assert http.get("/healthz").status_code == 200  # the worker goes on answering
+
+
+def test_without_the_server_extra_the_message_names_it(tmp_path: Path) -> None:
+    index = str(tmp_path / "idx.db")
+    build_index(tmp_path, index)
+    hide = "import sys; sys.modules['uvicorn'] = None; from neardup.cli import run; run()"
+    done = subprocess.run(
+        [sys.executable, "-c", hide, "serve", "--index", index], capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stderr) == (
+        2,
+        "neardup: error: neardup serve needs uvicorn: pip install 'neardup[server]'\n",
+    )

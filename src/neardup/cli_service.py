@@ -151,8 +151,10 @@ def check_command(
         if api_key_file
         else os.environ.get("NEARDUP_API_KEY")
     )
-    import httpx
-
+    try:
+        import httpx
+    except ImportError:
+        _fail("neardup check needs httpx: pip install 'neardup[client]'", 2)
     try:
         with Client(server, api_key=key or None) as client:
             results = client.check(texts, top_k=top_k)

@@ -48,6 +48,11 @@ def check(config: ServerConfig, listen: Listen) -> dict[str, object]:
     from neardup.jobs import open_index
     from neardup.server.auth import KeyRing
 
+    for module in ("fastapi", "uvicorn", "prometheus_client"):
+        try:
+            __import__(module)
+        except ImportError:
+            raise ConfigError(f"neardup serve needs {module}: pip install 'neardup[server]'") from None
     if listen.workers < 1:
         raise ConfigError(f"workers must be at least 1, got {listen.workers}")
     if (listen.ssl_certfile is None) != (listen.ssl_keyfile is None):
@@ -66,10 +71,8 @@ def check(config: ServerConfig, listen: Listen) -> dict[str, object]:
 def serve(config: ServerConfig, listen: Listen) -> None:
     """Check, then serve until SIGTERM or Ctrl-C: uvicorn stops taking connections, lets the
     requests in flight finish (up to ``graceful_seconds``) and each worker closes its index."""
-    try:
-        import uvicorn
-    except ImportError:
-        raise ConfigError("neardup serve needs the server extra: pip install 'neardup[server]'") from None
+    import uvicorn
+
     check(config, listen)
     os.environ[ENV_CONFIG] = config.to_json()
     metrics_dir = None
