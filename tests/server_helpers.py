@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import ssl
 import subprocess
@@ -54,8 +55,6 @@ def write_keys(folder: Path) -> Path:
 def build_index(folder: Path, index: str, *, keep_shingles: bool = False) -> None:
     """An index of :data:`CORPUS` at ``index``."""
     corpus = folder / "corpus.jsonl"
-    import json
-
     corpus.write_text("".join(json.dumps({"id": k, "text": t}) + "\n" for k, t in CORPUS.items()))
     args = [NEARDUP, "index", "build", str(corpus), "--index", index, "--id-column", "id", "--replace"]
     if keep_shingles:

@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -39,14 +40,14 @@ def test_the_service_session_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     [session] = SESSION
     _files(tmp_path)
     port = str(free_port())
-    env_bin = str(Path(__import__("sys").executable).parent)
+    env_bin = str(Path(sys.executable).parent)
     env = {"PATH": f"{env_bin}:/usr/bin:/bin"}
     server = None
+    log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115 (closed after the server stops)
     try:
         for command, shown in _commands(session):
             command = command.replace("8000", port)
             if command.endswith("&"):
-                log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115 (closed with the server)
                 server = subprocess.Popen(
                     ["bash", "-c", f"exec {command[:-1]}"], cwd=tmp_path, env=env, stdout=log, stderr=log
                 )
@@ -66,6 +67,7 @@ def test_the_service_session_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         if server is not None:
             server.terminate()
             server.wait(timeout=30)
+        log.close()
 
 
 def _wait(url: str, server: subprocess.Popen[bytes], log: Path) -> None:

@@ -21,6 +21,7 @@ import numpy as np
 from neardup.core.lsh import band_keys
 from neardup.core.shingles import ShingleSets, shingle_sets
 from neardup.core.text import encode_texts
+from neardup.core.verify import exact_jaccard_pairs
 from neardup.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -143,13 +144,8 @@ def _batch_matches(
     if candidates.size == 0:
         return []
     if exact and sketches.sets is not None:
-        own = sketches.sets.get(i)
-        sims = []
-        for j in candidates.tolist():
-            other = sketches.sets.get(j)
-            shared = np.intersect1d(own, other, assume_unique=True).size
-            sims.append(shared / (own.size + other.size - shared))
-        sim = np.asarray(sims)
+        left = np.full(candidates.size, i, dtype=np.int64)
+        sim = exact_jaccard_pairs(sketches.sets, sketches.counts.size, left, candidates)
     else:
         sim = np.count_nonzero(sketches.signatures[candidates] == sketches.signatures[i], axis=1)
         sim = sim / sketches.signatures.shape[1]
