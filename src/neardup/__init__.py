@@ -30,6 +30,7 @@ _WHERE = {
     "NeardupError": "neardup.errors",
     "OutputError": "neardup.errors",
     "Pairs": "neardup.pipeline",
+    "RayOptions": "neardup.jobs",
     "ShingleConfig": "neardup.config",
     "TextConfig": "neardup.config",
     "candidate_probability": "neardup.core.params",
@@ -62,6 +63,7 @@ __all__ = [
     "NeardupError",
     "OutputError",
     "Pairs",
+    "RayOptions",
     "ShingleConfig",
     "TextConfig",
     "__version__",
@@ -103,6 +105,6 @@ if TYPE_CHECKING:
     from neardup.core.text import normalize, tokenize
     from neardup.engines import ExternalResult, dedup_external
     from neardup.errors import ConfigError, InputError, MissingColumnError, NeardupError, OutputError
-    from neardup.jobs import DedupJob, open_index, run_dedup
+    from neardup.jobs import DedupJob, RayOptions, open_index, run_dedup
     from neardup.pipeline import DedupResult, Pairs, dedup, find_duplicates, find_duplicates_in_passes
     from neardup.similarity import exact_jaccard, signatures

@@ -31,7 +31,12 @@ EXIT_INPUT = 1
 EXIT_USAGE = 2
 _MAX_SKIP_LINES = 20
 _D = DedupConfig()  # the defaults shown in --help
-_MODES = {"in-memory": "in memory", "passes": "in memory, read in passes", "streaming": "streamed"}
+_MODES = {
+    "in-memory": "in memory",
+    "passes": "in memory, read in passes",
+    "streaming": "streamed",
+    "ray": "on Ray",
+}
 
 
 def _size(n: int) -> str:
@@ -203,9 +208,10 @@ def _index_settings_options(f: Any) -> Any:
 @click.option(
     "-o",
     "--output-dir",
-    type=click.Path(path_type=Path),
+    metavar="DIR|URI",
     required=True,
-    help="Directory for the deduplicated corpus and the evidence files.",
+    help="Directory for the deduplicated corpus and the evidence files (with --engine ray, also a "
+    "filesystem URI such as s3://bucket/out).",
 )
 @click.option("--demo", is_flag=True, help="Run on the built-in sample instead of INPUT files.")
 @_text_column
@@ -298,8 +304,7 @@ def _index_settings_options(f: Any) -> Any:
 )
 @click.option(
     "--work-dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    metavar="DIR",
+    metavar="DIR|URI",
     default=None,
     help=f"Directory for a streaming run's spill files; giving it always streams.  "
     f"[default: OUTPUT_DIR/{WORK_DIR_NAME}]",
@@ -308,7 +313,29 @@ def _index_settings_options(f: Any) -> Any:
     "--resume/--no-resume",
     default=True,
     show_default=True,
-    help="Streaming: go on from the work of an interrupted run of the same command, or start over.",
+    help="Streaming and Ray: go on from the work of an interrupted run of the same command, or start over.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where the run happens: this process, or Ray (local, or the cluster at --ray-address); "
+    "ray needs pip install 'neardup[ray]'.",
+)
+@click.option(
+    "--ray-address",
+    metavar="ADDRESS",
+    default=None,
+    help="With --engine ray: the cluster to run on (auto, host:port or ray://host:port).  "
+    "[default: a Ray started in this process]",
+)
+@click.option(
+    "--partitions",
+    type=click.IntRange(min=1),
+    default=None,
+    help="With --engine ray: document ranges the shuffled stages work in; more means less memory "
+    "per task, never a different result.  [default: 2 per CPU, or one per 64 MB of input]",
 )
 @_quiet
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to standard output.")
@@ -344,8 +371,11 @@ def dedup(
     update_index: bool,
     memory_limit: str | None,
     work_memory: str | None,
-    work_dir: Path | None,
+    work_dir: str | None,
     resume: bool,
+    engine: str,
+    ray_address: str | None,
+    partitions: int | None,
     quiet: bool,
     as_json: bool,
 ) -> None:
@@ -370,8 +400,12 @@ def dedup(
     spilled to the work dir, the outputs written a batch at a time. The results
     are the same. An interrupted streaming run resumes when the same command is
     run again; the work dir is removed when the run succeeds.
+
+    With --engine ray the stages run on Ray (JSON Lines and Parquet inputs, local
+    paths or filesystem URIs), with the same clusters; each table is a folder of
+    parts, and an interrupted run resumes from its finished stages.
     """
-    from neardup.jobs import DedupJob
+    from neardup.jobs import DedupJob, RayOptions
     from neardup.memory import MemoryBudget
 
     if demo and inputs:
@@ -385,6 +419,15 @@ def dedup(
     if demo and (work_dir is not None or work_memory is not None):
         streams = "--work-dir" if work_dir is not None else "--work-memory"
         _fail(f"{streams} streams files; the --demo sample is read in memory", EXIT_USAGE)
+    if engine == "local" and (ray_address is not None or partitions is not None):
+        given = "--ray-address" if ray_address is not None else "--partitions"
+        _fail(f"{given} is for --engine ray", EXIT_USAGE)
+    if engine == "ray" and (memory_limit is not None or work_memory is not None):
+        given = "--memory-limit" if memory_limit is not None else "--work-memory"
+        _fail(
+            f"{given} sizes the local engine; on Ray each task's memory is bounded by --partitions",
+            EXIT_USAGE,
+        )
     settings = _given_settings(
         shingle=shingle,
         ngram=ngram,
@@ -406,9 +449,10 @@ def dedup(
         match_empty=match_empty or None,
     )
     with _errors():
+        on_ray = engine == "ray"
         job = DedupJob(
             inputs=inputs,
-            output_dir=output_dir,
+            output_dir=output_dir if on_ray else Path(output_dir),
             settings=settings,
             read=_read_options(text_column, id_column, lines, on_error),
             demo=demo,
@@ -419,14 +463,19 @@ def dedup(
             update_index=update_index,
             memory_limit=memory_limit,
             work_memory=work_memory,
-            work_dir=work_dir,
+            work_dir=work_dir if on_ray or work_dir is None else Path(work_dir),
             resume=resume,
+            engine="ray" if on_ray else "local",
+            ray=RayOptions(address=ray_address, partitions=partitions) if on_ray else None,
         )
         job.config()  # settings are checked before anything is read
         MemoryBudget.of(memory_limit, work_memory)
     if workers is not None:
         _set_workers(workers)
-    _prepare_kernels(quiet)
+    if engine == "local":
+        _prepare_kernels(quiet)
+    else:
+        _allow_pandas()  # Ray Data imports it
     err = Console(stderr=True, quiet=quiet)
     with _errors(), interrupts.DeferredInterrupt(), _progress(err) as on_progress:
         summary = _run_job(job, _Events(err, on_progress))
@@ -640,10 +689,18 @@ def _print_summary(console: Console, s: dict[str, Any]) -> None:
     if engine is not None:
         mode = _MODES.get(engine["mode"], engine["mode"])
         rows.insert(-2, ("Mode", mode))
-        limit = _size(engine["memory_limit"])
-        if "work_memory" in engine:
-            limit += f" (work {_size(engine['work_memory'])})"
-        rows.insert(-2, ("Memory limit", limit))
+        if engine["mode"] == "ray":
+            ray = engine["ray"]
+            cpus = f"{ray['nodes']} node{'s' if ray['nodes'] != 1 else ''}, {ray['cpus']} CPUs"
+            rows.insert(-2, ("Ray", f"{ray['address']} ({cpus})"))
+            rows.insert(-2, ("Splits, partitions", f"{engine['splits']:,}, {engine['partitions']:,}"))
+            rows.insert(-2, ("Bytes shuffled", _size(sum(engine["bytes_shuffled"].values()))))
+            rows.insert(-2, ("Stages resumed", ", ".join(engine["stages_resumed"]) or "none"))
+        else:
+            limit = _size(engine["memory_limit"])
+            if "work_memory" in engine:
+                limit += f" (work {_size(engine['work_memory'])})"
+            rows.insert(-2, ("Memory limit", limit))
         if engine["mode"] == "streaming":
             rows.insert(-2, ("Stages resumed", ", ".join(engine["stages_resumed"]) or "none"))
             rows.append(("Work dir", f"{engine['work_dir']} (removed)"))
@@ -705,6 +762,10 @@ class _WithoutPandas(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: object, target: object = None) -> None:
         if fullname.partition(".")[0] == "pandas":
             raise ModuleNotFoundError("the neardup command runs without pandas", name=fullname)
+
+
+def _allow_pandas() -> None:
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _WithoutPandas)]
 
 
 def run() -> NoReturn:

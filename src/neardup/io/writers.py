@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -110,6 +111,13 @@ def json_texts(table: pa.Table) -> pa.Table:
 def value_texts(values: pa.Array) -> pa.Array:
     """Each value as JSON text, ``null`` for a null: as a JSON Lines row prints it."""
     return pc.fill_null(json_values(values), text("null"))
+
+
+def jsonl_bytes(table: pa.Table) -> bytes:
+    """``table`` as the JSON Lines text :func:`write_table` writes."""
+    sink = io.BytesIO()
+    _append_jsonl(sink, table)
+    return sink.getvalue()
 
 
 def _append_jsonl(fh: IO[bytes], table: pa.Table, formatted: Collection[str] = ()) -> None:

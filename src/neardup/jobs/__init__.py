@@ -12,6 +12,7 @@ from neardup.index.opening import IndexExistsError, IndexNotFoundError, build_in
 from neardup.jobs.dedup import DedupJob, Mode, choose_mode, run_dedup
 from neardup.jobs.events import RunEvents
 from neardup.jobs.indexing import index_corpus
+from neardup.jobs.on_ray import RayOptions
 
 __all__ = [
     "BackupNotFoundError",
@@ -19,6 +20,7 @@ __all__ = [
     "IndexExistsError",
     "IndexNotFoundError",
     "Mode",
+    "RayOptions",
     "RunEvents",
     "backup_index",
     "build_index",

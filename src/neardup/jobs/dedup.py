@@ -24,6 +24,7 @@ from neardup.io.writers import output_tables
 from neardup.jobs import modes
 from neardup.jobs.events import RunEvents
 from neardup.jobs.modes import in_memory, in_passes, streamed
+from neardup.jobs.on_ray import RayOptions, on_ray
 from neardup.memory import MemoryBudget
 
 __all__ = ["DedupJob", "Mode", "choose_mode", "run_dedup"]
@@ -45,11 +46,13 @@ class DedupJob:
     :mod:`neardup.memory`); like ``work_dir``, giving it streams. ``outputs`` names the tables to
         write (:data:`~neardup.io.writers.OUTPUT_TABLES`, default all); ``summary.json`` always is.
         ``keep_layout`` writes ``deduped`` as a folder of one file per input file, under its path
-        below the inputs' common folder, in the output format.
+        below the inputs' common folder, in the output format. ``engine="ray"`` runs on Ray with
+        ``ray`` (:class:`~neardup.jobs.on_ray.RayOptions`): inputs, ``output_dir`` and ``work_dir``
+        may then be filesystem URIs, and each table is a folder of parts.
     """
 
     inputs: Sequence[str | Path] = ()
-    output_dir: Path = Path("out")
+    output_dir: Path | str = Path("out")
     settings: Mapping[str, Any] = field(default_factory=dict)
     read: ReadOptions = field(default_factory=ReadOptions)
     demo: bool = False
@@ -60,8 +63,10 @@ class DedupJob:
     update_index: bool = False
     memory_limit: int | str | None = None
     work_memory: int | str | None = None
-    work_dir: Path | None = None
+    work_dir: Path | str | None = None
     resume: bool = True
+    engine: Literal["local", "ray"] = "local"
+    ray: RayOptions | None = None
 
     def config(self) -> DedupConfig:
         """The settings as a validated config (without an index's)."""
@@ -121,6 +126,17 @@ def run_dedup(job: DedupJob, events: RunEvents | None = None) -> dict[str, Any]:
     ('in-memory', True)
     """
     events = events or RunEvents()
+    if job.engine == "ray":
+        return on_ray(job, events)
+    if job.engine != "local":
+        raise ConfigError(f"engine must be 'local' or 'ray', not {job.engine!r}")
+    if job.ray is not None:
+        raise ConfigError("ray options are for engine='ray'")
+    job = replace(
+        job,
+        output_dir=Path(job.output_dir),
+        work_dir=None if job.work_dir is None else Path(job.work_dir),
+    )
     budget = _checked(job)
     limit = budget.limit
     config = job.config()

@@ -104,7 +104,7 @@ def output_dir(job: DedupJob, sources: list[str], fmt: str) -> OutputDir:
     from neardup.io.layout import layout_names
 
     return OutputDir(
-        job.output_dir, job.outputs, layout=layout_names(sources, fmt) if job.keep_layout else None
+        Path(job.output_dir), job.outputs, layout=layout_names(sources, fmt) if job.keep_layout else None
     )
 
 
@@ -214,14 +214,15 @@ def streamed(
     from neardup.engines.streaming import HELD_PER_DOCUMENT, WORK_DIR_NAME, StreamingRun
 
     t0 = time.perf_counter()
-    if job.output_dir.exists() and not job.output_dir.is_dir():
-        raise OutputError(f"{job.output_dir}: exists and is not a directory")
+    output = Path(job.output_dir)
+    if output.exists() and not output.is_dir():
+        raise OutputError(f"{output}: exists and is not a directory")
     events.shape(config)
     run = StreamingRun(
         inputs,
         job.read,
         config,
-        work_dir=job.work_dir or job.output_dir / WORK_DIR_NAME,
+        work_dir=Path(job.work_dir) if job.work_dir is not None else output / WORK_DIR_NAME,
         memory_limit=budget.work,
         resume=job.resume,
         held_per_document=0 if budget.work_given else HELD_PER_DOCUMENT,

@@ -1,0 +1,126 @@
+"""Where a Ray run keeps its files: a local folder or any URI pyarrow's filesystems open.
+
+A :class:`Location` is a filesystem and a root path under it; it pickles to its URI, so each
+Ray task opens its own connection. A local path is a folder on every node (shared storage on a
+cluster of several machines); ``s3://``, ``gs://`` and ``hdfs://`` URIs reach object stores,
+with the credentials and options (``?endpoint_override=...``) that pyarrow reads from the URI
+and the environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from neardup.errors import InputError, OutputError
+
+
+def is_uri(text: str) -> bool:
+    """Whether ``text`` names a filesystem URI (``scheme://...``) rather than a local path."""
+    return "://" in text and not os.path.exists(text)
+
+
+def open_uri(uri: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem and path a URI or local path names; an unknown scheme is an InputError."""
+    if not is_uri(uri):
+        return pafs.LocalFileSystem(), os.path.abspath(uri)
+    try:
+        fs, path = pafs.FileSystem.from_uri(uri)
+    except (pa.ArrowException, ValueError, OSError) as exc:
+        raise InputError(f"cannot open the filesystem: {exc}", path=uri) from exc
+    return fs, str(path)
+
+
+class Location:
+    """A folder on a filesystem, given as a local path or URI."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+        self.fs, self.root = open_uri(uri)
+        self.local = isinstance(self.fs, pafs.LocalFileSystem)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Location, (self.uri,))
+
+    def __str__(self) -> str:
+        return self.uri
+
+    def path(self, *parts: str) -> str:
+        return "/".join([self.root.rstrip("/"), *parts])
+
+    def child(self, name: str) -> Location:
+        """The location of a sub-folder, as a URI of its own."""
+        if not is_uri(self.uri):
+            return Location(os.path.join(self.uri, name))
+        base, _, query = self.uri.partition("?")
+        return Location(base.rstrip("/") + "/" + name + (f"?{query}" if query else ""))
+
+    def exists(self, *parts: str) -> bool:
+        return bool(self.fs.get_file_info(self.path(*parts)).type != pafs.FileType.NotFound)
+
+    def size(self, *parts: str) -> int:
+        return int(self.fs.get_file_info(self.path(*parts)).size or 0)
+
+    def make_dirs(self, *parts: str) -> None:
+        self.fs.create_dir(self.path(*parts), recursive=True)
+
+    def delete(self, *parts: str) -> None:
+        """Remove a file or folder, if there."""
+        info = self.fs.get_file_info(self.path(*parts))
+        if info.type == pafs.FileType.Directory:
+            self.fs.delete_dir(info.path)
+        elif info.type == pafs.FileType.File:
+            self.fs.delete_file(info.path)
+
+    def open_output(self, *parts: str) -> Any:
+        """A stream writing a new file; on a local disk the caller's file appears whole on
+        :meth:`publish` (see :meth:`write_bytes`)."""
+        return self.fs.open_output_stream(self.path(*parts))
+
+    def write_bytes(self, data: bytes, *parts: str) -> None:
+        """Write a file whole: on a local disk through a temporary name and a rename, so a task
+        killed midway leaves no half-written file (object stores publish an object whole)."""
+        self._written(lambda sink: sink.write(data), *parts)
+
+    def write_parquet(self, table: pa.Table, *parts: str) -> None:
+        self._written(lambda sink: pq.write_table(table, sink), *parts)
+
+    def write_json(self, data: Any, *parts: str) -> None:
+        self.write_bytes(json.dumps(data, indent=1, sort_keys=True).encode(), *parts)
+
+    def _written(self, write: Any, *parts: str) -> None:
+        target = self.path(*parts)
+        folder = target.rsplit("/", 1)[0]
+        try:
+            self.fs.create_dir(folder, recursive=True)
+            temporary = f"{folder}/.{uuid.uuid4().hex}.tmp" if self.local else target
+            with self.fs.open_output_stream(temporary) as sink:
+                write(sink)
+            if temporary != target:
+                self.fs.move(temporary, target)
+        except OSError as exc:
+            raise OutputError(f"{self.uri}: cannot write {'/'.join(parts)}: {exc}") from exc
+
+    def read_json(self, *parts: str) -> Any | None:
+        """The JSON a file holds, or None when there is none."""
+        if not self.exists(*parts):
+            return None
+        with self.fs.open_input_stream(self.path(*parts)) as source:
+            return json.loads(source.read())
+
+    def read_parquet(self, *parts: str, columns: list[str] | None = None) -> pa.Table:
+        with self.fs.open_input_file(self.path(*parts)) as source:
+            return pq.read_table(source, columns=columns)
+
+    def listing(self, *parts: str) -> list[str]:
+        """The names of the files directly in a folder, sorted (none when it is not there)."""
+        if not self.exists(*parts):
+            return []
+        infos = self.fs.get_file_info(pafs.FileSelector(self.path(*parts)))
+        return sorted(i.base_name for i in infos if i.type == pafs.FileType.File)

@@ -1,0 +1,104 @@
+"""A dedup job on the Ray engine: its inputs and output folder as local paths or URIs, its stages
+on a Ray cluster (or a local Ray), its work in a resumable work location."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from neardup import __version__
+from neardup.errors import ConfigError
+from neardup.io.writers import output_tables
+from neardup.jobs.events import RunEvents
+
+if TYPE_CHECKING:
+    from neardup.jobs.dedup import DedupJob
+
+WORK_DIR_NAME = ".neardup-work"
+
+
+@dataclass(frozen=True)
+class RayOptions:
+    """Where and how wide a Ray run goes.
+
+    ``address`` is a running cluster's (``auto``, ``host:port``, ``ray://host:port``); ``None``
+    starts Ray in this process with ``cpus`` CPUs (default: all). ``partitions`` is the number of
+    document ranges the shuffled stages work in (default: two per CPU, or one per 64 MB of input
+    if more); ``split_bytes`` the bytes of input one task reads. The result depends on neither.
+    """
+
+    address: str | None = None
+    partitions: int | None = None
+    cpus: int | None = None
+    split_bytes: int = 32 << 20
+
+
+def _refuse(job: DedupJob) -> None:
+    if job.demo:
+        raise ConfigError("the Ray engine reads files; the demo sample runs on the local engine")
+    if job.against is not None or job.update_index:
+        raise ConfigError("against (a persistent index) runs on the local engine, not on Ray")
+    if job.keep_layout:
+        raise ConfigError(
+            "keep_layout runs on the local engine; the Ray engine writes a folder of parts per table"
+        )
+    if job.read.lines:
+        raise ConfigError("the Ray engine reads JSON Lines and Parquet; lines=True runs on the local engine")
+    if not job.inputs:
+        raise ConfigError("no inputs given")
+
+
+def on_ray(job: DedupJob, events: RunEvents) -> dict[str, Any]:
+    """Run ``job`` on Ray and return its ``summary.json`` figures (written last, into the output
+    folder: a folder of parts per table)."""
+    from neardup.engines.ray.engine import RayDedup
+    from neardup.engines.ray.location import Location
+    from neardup.engines.ray.session import connected
+
+    _refuse(job)
+    options = job.ray or RayOptions()
+    config = job.config()
+    output = Location(str(job.output_dir))
+    if output.local and os.path.exists(output.root) and not os.path.isdir(output.root):
+        raise ConfigError(f"{job.output_dir}: exists and is not a directory")
+    work = Location(str(job.work_dir)) if job.work_dir is not None else output.child(WORK_DIR_NAME)
+    spill = os.path.join(work.root, "spill") if work.local else tempfile.mkdtemp(prefix="neardup-spill-")
+    events.shape(config)
+    with connected(options.address, cpus=options.cpus, spill_dir=spill) as facts:
+        run = RayDedup(
+            [str(i) for i in job.inputs],
+            options=job.read,
+            config=config,
+            work=work,
+            output=output,
+            output_format=job.output_format,
+            outputs=output_tables(job.outputs),
+            partitions=options.partitions,
+            cpus=facts["cpus"],
+            resume=job.resume,
+            progress=events.progress,
+            split_bytes=options.split_bytes,
+        )
+        figures = run.run()
+    figures["engine"]["ray"] = facts
+    summary: dict[str, Any] = {
+        "neardup_version": __version__,
+        "inputs": [f.uri for f in run.files],
+        "output_dir": str(job.output_dir),
+        "output_format": figures["engine"]["output_format"],
+        "outputs": list(output_tables(job.outputs)),
+        "text_column": job.read.text_column,
+        "id_column": job.read.id_column or "row_id",
+        "skipped_records": 0,
+        "skipped": [],
+        **figures,
+    }
+    summary["seconds"] = {"read": 0.0, **figures["seconds"], "total": figures["engine"]["total_seconds"]}
+    output.write_json(summary, "summary.json")
+    work.delete()
+    if not work.local:
+        shutil.rmtree(spill, ignore_errors=True)
+    return summary
