@@ -39,7 +39,7 @@ typecheck: setup
 	$(BIN)/mypy
 
 unit: warm
-	$(BIN)/pytest -n 2 -q
+	$(BIN)/pytest -n 2 -q --dist loadgroup
 
 test: lint typecheck unit
 

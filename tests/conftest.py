@@ -81,3 +81,28 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """
     with running_redis(tmp_path_factory.mktemp("redis")) as port:
         yield f"redis://127.0.0.1:{port}/0"
+
+
+# -- a real Ray for the Ray engine's tests ---------------------------------------------------------
+
+RAY_GROUP = "ray"
+"""The xdist group of every test that uses Ray: one test process starts one Ray for them all."""
+
+
+@pytest.fixture(scope="session")
+def local_ray(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Ray started in this test process with 2 CPUs (as ``neardup dedup --engine ray`` starts it
+    without an address), for the session; runs that find it use it as it is."""
+    ray = pytest.importorskip("ray") if not os.environ.get("CI") else __import__("ray")
+    spill = tmp_path_factory.mktemp("ray-spill")
+    ray.init(
+        num_cpus=2,
+        object_store_memory=256 << 20,
+        include_dashboard=False,
+        log_to_driver=False,
+        object_spilling_directory=str(spill),
+    )
+    try:
+        yield
+    finally:
+        ray.shutdown()
