@@ -86,7 +86,7 @@ def on_ray(job: DedupJob, events: RunEvents) -> dict[str, Any]:
     figures["engine"]["ray"] = facts
     summary: dict[str, Any] = {
         "neardup_version": __version__,
-        "inputs": [f.uri for f in run.files],
+        "inputs": [f.name for f in run.files],
         "output_dir": str(job.output_dir),
         "output_format": figures["engine"]["output_format"],
         "outputs": list(output_tables(job.outputs)),

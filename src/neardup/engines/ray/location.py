@@ -41,8 +41,8 @@ class Location:
     """A folder on a filesystem, given as a local path or URI."""
 
     def __init__(self, uri: str) -> None:
-        self.uri = uri
-        self.fs, self.root = open_uri(uri)
+        self.uri = uri if is_uri(uri) else os.path.abspath(uri)  # tasks run in other folders
+        self.fs, self.root = open_uri(self.uri)
         self.local = isinstance(self.fs, pafs.LocalFileSystem)
 
     def __reduce__(self) -> tuple[Any, ...]:

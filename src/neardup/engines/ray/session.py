@@ -119,23 +119,26 @@ def run_tasks(
             if on_done is not None:
                 on_done(len(found), len(items))
     except Exception as exc:
-        cause = neardup_cause(exc)
+        cause = task_cause(exc)
         if cause is not None:
             raise cause from None
         raise
     return [found[k] for k in range(len(items))]
 
 
-def neardup_cause(exc: BaseException) -> NeardupError | None:
-    """The error of neardup's a task raised, from the exceptions Ray wraps it in."""
+def task_cause(exc: BaseException) -> BaseException | None:
+    """The error a task raised, from the exceptions Ray wraps it in: one of neardup's, else an
+    OSError (a file of the work location that cannot be read, say); None if neither."""
     seen: set[int] = set()
     stack: list[BaseException | None] = [exc]
+    found: list[BaseException] = []
     while stack:
         e = stack.pop()
         if e is None or id(e) in seen:
             continue
         seen.add(id(e))
-        if isinstance(e, NeardupError) and type(e).__module__.startswith("neardup"):
-            return e
+        if type(e).__module__.startswith(("neardup", "builtins")) and isinstance(e, NeardupError | OSError):
+            found.append(e)
         stack.extend([getattr(e, "cause", None), e.__cause__, e.__context__])
-    return None
+    ours = [e for e in found if isinstance(e, NeardupError)]
+    return (ours or found or [None])[0]

@@ -34,11 +34,13 @@ _FAMILIES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".pq"
 
 @dataclass(frozen=True)
 class Split:
-    """One task's share of the input: ``file`` is its index among the input files."""
+    """One task's share of the input: ``file`` is its index among the input files, ``path`` the
+    file's absolute path or URI, ``name`` the file as the summary and ``source_file`` name it."""
 
     index: int
     file: int
     path: str
+    name: str
     family: str
     start: int = 0
     end: int = 0
@@ -55,7 +57,10 @@ class Split:
 
 @dataclass(frozen=True)
 class InputFile:
+    """An input file: ``uri`` reads it from any node, ``name`` is as the local engine names it."""
+
     uri: str
+    name: str
     family: str
     gzip: bool
     size: int
@@ -85,7 +90,9 @@ def list_inputs(inputs: list[str]) -> list[InputFile]:
             for path in expand_inputs([given]):
                 family, gzip = _family(path.name)
                 stat = path.stat()
-                out.append(InputFile(str(path), family, gzip, stat.st_size, stat.st_mtime))
+                out.append(
+                    InputFile(str(path.absolute()), str(path), family, gzip, stat.st_size, stat.st_mtime)
+                )
             continue
         fs, root = open_uri(str(given))
         info = fs.get_file_info(root)
@@ -106,7 +113,7 @@ def list_inputs(inputs: list[str]) -> list[InputFile]:
             uri = str(given) if info.type == pafs.FileType.File else _uri_of(base, root, i.path)
             family, gzip = _family(i.base_name)
             mtime = i.mtime.timestamp() if i.mtime is not None else None
-            out.append(InputFile(uri, family, gzip, int(i.size or 0), mtime))
+            out.append(InputFile(uri, uri, family, gzip, int(i.size or 0), mtime))
     if not out:
         raise InputError("no inputs given")
     return out
@@ -141,14 +148,14 @@ def plan_splits(files: list[InputFile], split_bytes: int = SPLIT_BYTES) -> list[
                 group.append(g)
                 size += meta.row_group(g).total_byte_size
                 if size >= split_bytes or g == meta.num_row_groups - 1:
-                    splits.append(Split(len(splits), k, f.uri, "parquet", row_groups=tuple(group)))
+                    splits.append(Split(len(splits), k, f.uri, f.name, "parquet", row_groups=tuple(group)))
                     group, size = [], 0
         elif f.gzip:
-            splits.append(Split(len(splits), k, f.uri, "jsonl", 0, f.size, gzip=True))
+            splits.append(Split(len(splits), k, f.uri, f.name, "jsonl", 0, f.size, gzip=True))
         else:
             for start in range(0, f.size, split_bytes):
                 end = min(f.size, start + split_bytes)
-                splits.append(Split(len(splits), k, f.uri, "jsonl", start, end))
+                splits.append(Split(len(splits), k, f.uri, f.name, "jsonl", start, end))
     return splits
 
 
@@ -189,6 +196,13 @@ def _lines_before(split: Split, offset: int) -> int:
 def read_split(split: Split, options: ReadOptions) -> pa.Table:
     """The split's records, every column, the text as strings; a record that cannot be read is
     an InputError naming the file and line."""
+    try:
+        return _read(split, options)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc}", path=split.name) from exc
+
+
+def _read(split: Split, options: ReadOptions) -> pa.Table:
     if split.family == "parquet":
         fs, path = open_uri(split.path)
         with fs.open_input_file(path) as source:
@@ -201,7 +215,7 @@ def read_split(split: Split, options: ReadOptions) -> pa.Table:
         table = _parse_jsonl(data, split, offset)
     if table.num_columns == 0 and table.num_rows == 0:
         return table
-    if check_columns(table.schema, split.path, options):
+    if check_columns(table.schema, split.name, options):
         table = text_as_string(table, options.text_column)
     return table
 
@@ -216,7 +230,7 @@ def _parse_jsonl(data: bytes, split: Split, offset: int) -> pa.Table:
     except (pa.ArrowInvalid, ValueError) as exc:
         line, reason = _bad_line(data, exc)
         before = 0 if split.gzip else _lines_before(split, offset)
-        raise InputError(reason, path=split.path, line=before + line) from exc
+        raise InputError(reason, path=split.name, line=before + line) from exc
 
 
 def _bad_line(data: bytes, exc: Exception) -> tuple[int, str]:

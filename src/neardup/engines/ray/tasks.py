@@ -575,7 +575,7 @@ def write_rows(
     table = with_generated_id(read_split(source, plan.options), plan.options, first)
     if plan.files > 1 and SOURCE_COLUMN not in table.column_names:
         table = table.append_column(
-            SOURCE_COLUMN, pa.repeat(pa.scalar(source.path, pa.string()), table.num_rows)
+            SOURCE_COLUMN, pa.repeat(pa.scalar(source.name, pa.string()), table.num_rows)
         )
     ids = _ids(plan, layout, split)
     n = table.num_rows
