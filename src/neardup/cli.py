@@ -337,6 +337,13 @@ def _index_settings_options(f: Any) -> Any:
     help="With --engine ray: document ranges the shuffled stages work in; more means less memory "
     "per task, never a different result.  [default: 2 per CPU, or one per 64 MB of input]",
 )
+@click.option(
+    "--split-size",
+    metavar="SIZE",
+    default=None,
+    help="With --engine ray: bytes of input one task reads (JSON Lines; Parquet splits by row "
+    "groups up to it); never a different result.  [default: 32MiB]",
+)
 @_quiet
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to standard output.")
 def dedup(
@@ -376,6 +383,7 @@ def dedup(
     engine: str,
     ray_address: str | None,
     partitions: int | None,
+    split_size: str | None,
     quiet: bool,
     as_json: bool,
 ) -> None:
@@ -406,6 +414,7 @@ def dedup(
     parts, and an interrupted run resumes from its finished stages.
     """
     from neardup.jobs import DedupJob, RayOptions
+    from neardup.jobs.on_ray import SPLIT_BYTES
     from neardup.memory import MemoryBudget
 
     if demo and inputs:
@@ -419,9 +428,10 @@ def dedup(
     if demo and (work_dir is not None or work_memory is not None):
         streams = "--work-dir" if work_dir is not None else "--work-memory"
         _fail(f"{streams} streams files; the --demo sample is read in memory", EXIT_USAGE)
-    if engine == "local" and (ray_address is not None or partitions is not None):
-        given = "--ray-address" if ray_address is not None else "--partitions"
-        _fail(f"{given} is for --engine ray", EXIT_USAGE)
+    ray_given = {"--ray-address": ray_address, "--partitions": partitions, "--split-size": split_size}
+    for flag, value in ray_given.items():
+        if engine == "local" and value is not None:
+            _fail(f"{flag} is for --engine ray", EXIT_USAGE)
     if engine == "ray" and (memory_limit is not None or work_memory is not None):
         given = "--memory-limit" if memory_limit is not None else "--work-memory"
         _fail(
@@ -466,7 +476,9 @@ def dedup(
             work_dir=work_dir if on_ray or work_dir is None else Path(work_dir),
             resume=resume,
             engine="ray" if on_ray else "local",
-            ray=RayOptions(address=ray_address, partitions=partitions) if on_ray else None,
+            ray=RayOptions(address=ray_address, partitions=partitions, split_bytes=split_size or SPLIT_BYTES)
+            if on_ray
+            else None,
         )
         job.config()  # settings are checked before anything is read
         MemoryBudget.of(memory_limit, work_memory)
@@ -477,7 +489,10 @@ def dedup(
     else:
         _allow_pandas()  # Ray Data imports it
     err = Console(stderr=True, quiet=quiet)
-    with _errors(), interrupts.DeferredInterrupt(), _progress(err) as on_progress:
+    # Ray prints its workers' messages (a worker lost and its task run again) on standard output,
+    # which is the summary's: they go to standard error instead.
+    output = contextlib.redirect_stdout(sys.stderr) if engine == "ray" else contextlib.nullcontext()
+    with _errors(), interrupts.DeferredInterrupt(), _progress(err) as on_progress, output:
         summary = _run_job(job, _Events(err, on_progress))
     if as_json:
         click.echo(json.dumps(summary, indent=2, ensure_ascii=False))

@@ -10,14 +10,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from neardup import __version__
-from neardup.errors import ConfigError
+from neardup.errors import ConfigError, OutputError
 from neardup.io.writers import output_tables
 from neardup.jobs.events import RunEvents
+from neardup.sizes import parse_size
 
 if TYPE_CHECKING:
     from neardup.jobs.dedup import DedupJob
 
 WORK_DIR_NAME = ".neardup-work"
+SPLIT_BYTES = 32 << 20
+"""Bytes of input per split by default (the engine's own default, kept here for the options)."""
 
 
 @dataclass(frozen=True)
@@ -27,13 +30,22 @@ class RayOptions:
     ``address`` is a running cluster's (``auto``, ``host:port``, ``ray://host:port``); ``None``
     starts Ray in this process with ``cpus`` CPUs (default: all). ``partitions`` is the number of
     document ranges the shuffled stages work in (default: two per CPU, or one per 64 MB of input
-    if more); ``split_bytes`` the bytes of input one task reads. The result depends on neither.
+    if more); ``split_bytes`` the bytes of input one task reads (or a size string). The result
+    depends on neither.
     """
 
     address: str | None = None
     partitions: int | None = None
     cpus: int | None = None
-    split_bytes: int = 32 << 20
+    split_bytes: int | str = SPLIT_BYTES
+
+
+def split_bytes(given: int | str) -> int:
+    """``RayOptions.split_bytes`` as bytes (a size string such as ``"64MiB"`` taken); at least 1."""
+    size = parse_size(given) if isinstance(given, str) else int(given)
+    if size < 1:
+        raise ConfigError(f"split_bytes must be at least 1 byte, not {given!r}")
+    return size
 
 
 def _refuse(job: DedupJob) -> None:
@@ -63,7 +75,7 @@ def on_ray(job: DedupJob, events: RunEvents) -> dict[str, Any]:
     config = job.config()
     output = Location(str(job.output_dir))
     if output.local and os.path.exists(output.root) and not os.path.isdir(output.root):
-        raise ConfigError(f"{job.output_dir}: exists and is not a directory")
+        raise OutputError(f"{job.output_dir}: exists and is not a directory")
     work = Location(str(job.work_dir)) if job.work_dir is not None else output.child(WORK_DIR_NAME)
     spill = os.path.join(work.root, "spill") if work.local else tempfile.mkdtemp(prefix="neardup-spill-")
     events.shape(config)
@@ -80,7 +92,7 @@ def on_ray(job: DedupJob, events: RunEvents) -> dict[str, Any]:
             cpus=facts["cpus"],
             resume=job.resume,
             progress=events.progress,
-            split_bytes=options.split_bytes,
+            split_bytes=split_bytes(options.split_bytes),
         )
         figures = run.run()
     figures["engine"]["ray"] = facts

@@ -35,7 +35,7 @@ from neardup.core.params import lsh_shape, s_curve
 from neardup.engines.ray import tasks
 from neardup.engines.ray.location import Location
 from neardup.engines.ray.session import run_tasks
-from neardup.engines.ray.splits import SPLIT_BYTES, list_inputs, plan_splits
+from neardup.engines.ray.splits import list_inputs, plan_splits
 from neardup.engines.ray.tasks import Layout, Plan
 from neardup.errors import ConfigError, InputError
 from neardup.io import ReadOptions
@@ -72,7 +72,7 @@ class RayDedup:
         cpus: int,
         resume: bool = True,
         progress: Progress | None = None,
-        split_bytes: int = SPLIT_BYTES,
+        split_bytes: int,
     ) -> None:
         if options.on_error != "stop":
             raise ConfigError(

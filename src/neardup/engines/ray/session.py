@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import pickle
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -20,6 +21,15 @@ from neardup.errors import ConfigError, NeardupError
 
 OBJECT_STORE_BYTES = 256 << 20
 """The object store of a local-mode run: it holds task descriptions and figures, not data."""
+
+
+def _result_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema([("k", pa.int64()), ("figures", pa.string()), ("error", pa.binary())])
+
+
+_RESULT = _result_schema()
 
 
 def require_ray() -> Any:
@@ -88,8 +98,8 @@ def run_tasks(
     on_done: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """``work(item)`` for every item, each a Ray Data task of one CPU, retried when its worker
-    dies; returns the figures in item order. An error of neardup's raised in a task is raised
-    here as it was."""
+    dies; returns the figures in item order. An error of neardup's or an OSError raised in a
+    task comes back with the task's answer (Ray keeps only its text) and is raised here."""
     if not items:
         return []
     ray = require_ray()
@@ -103,8 +113,11 @@ def run_tasks(
         numba.set_num_threads(1)  # one CPU per task: the kernels' threads would only contend
         out = []
         for k in batch.column("k").to_pylist():
-            out.append({"k": k, "figures": json.dumps(work(items[k]))})
-        return pa.Table.from_pylist(out)
+            try:
+                out.append({"k": k, "figures": json.dumps(work(items[k])), "error": b""})
+            except (NeardupError, OSError) as exc:  # the input's fault, or the storage's: no retry
+                out.append({"k": k, "figures": "", "error": pickle.dumps(exc)})
+        return pa.Table.from_pylist(out, schema=_RESULT)
 
     dataset = ray.data.from_items(rows, override_num_blocks=len(rows)).map_batches(
         call,
@@ -113,32 +126,10 @@ def run_tasks(
         num_cpus=1,  # Ray Data retries a task whose worker dies (its default: without end)
     )
     found: dict[int, dict[str, Any]] = {}
-    try:
-        for row in dataset.iter_rows():
-            found[int(row["k"])] = json.loads(row["figures"])
-            if on_done is not None:
-                on_done(len(found), len(items))
-    except Exception as exc:
-        cause = task_cause(exc)
-        if cause is not None:
-            raise cause from None
-        raise
+    for row in dataset.iter_rows():
+        if row["error"]:
+            raise pickle.loads(row["error"])
+        found[int(row["k"])] = json.loads(row["figures"])
+        if on_done is not None:
+            on_done(len(found), len(items))
     return [found[k] for k in range(len(items))]
-
-
-def task_cause(exc: BaseException) -> BaseException | None:
-    """The error a task raised, from the exceptions Ray wraps it in: one of neardup's, else an
-    OSError (a file of the work location that cannot be read, say); None if neither."""
-    seen: set[int] = set()
-    stack: list[BaseException | None] = [exc]
-    found: list[BaseException] = []
-    while stack:
-        e = stack.pop()
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
-        if type(e).__module__.startswith(("neardup", "builtins")) and isinstance(e, NeardupError | OSError):
-            found.append(e)
-        stack.extend([getattr(e, "cause", None), e.__cause__, e.__context__])
-    ours = [e for e in found if isinstance(e, NeardupError)]
-    return (ours or found or [None])[0]

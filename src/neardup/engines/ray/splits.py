@@ -26,8 +26,6 @@ from neardup.errors import ConfigError, InputError
 from neardup.io import ReadOptions, expand_inputs
 from neardup.io.inputs import GENERATED_ID, check_columns, input_ending, text_as_string
 
-SPLIT_BYTES = 32 << 20
-"""Bytes of JSON Lines (or of a Parquet file's row groups) per split."""
 _SCAN = 1 << 16
 _FAMILIES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
 
@@ -134,8 +132,9 @@ def _uri_of(base: list[str], root: str, path: str) -> str:
     return f"{folder}/{rest}" + (f"?{base[1]}" if len(base) > 1 else "")
 
 
-def plan_splits(files: list[InputFile], split_bytes: int = SPLIT_BYTES) -> list[Split]:
-    """Every file's splits, in input order (an empty file has none)."""
+def plan_splits(files: list[InputFile], split_bytes: int) -> list[Split]:
+    """Every file's splits of about ``split_bytes`` of JSON Lines (or of a Parquet file's row
+    groups), in input order (an empty file has none)."""
     splits: list[Split] = []
     for k, f in enumerate(files):
         if f.family == "parquet":

@@ -1,0 +1,246 @@
+"""The Ray engine on a real Ray (local mode, 2 CPUs): the local engine's clusters, representatives
+and pairs, byte for byte, on the corpora that stress each stage; and its errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import RAY_GROUP
+from neardup.errors import ConfigError, InputError, MissingColumnError, OutputError
+from neardup.io import ReadOptions
+from neardup.jobs import DedupJob, RayOptions, run_dedup
+from ray_helpers import both_engines, chain, parts_of, planted, write_jsonl
+
+pytestmark = [pytest.mark.xdist_group(RAY_GROUP), pytest.mark.usefixtures("local_ray")]
+
+
+def _ray_job(inputs: list[Path], out: Path, **kwargs: object) -> DedupJob:
+    return DedupJob(
+        inputs=inputs,
+        output_dir=out,
+        read=ReadOptions(id_column="id"),
+        engine="ray",
+        ray=RayOptions(partitions=2, split_bytes=4096),
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.parametrize("partitions", [1, 5])
+def test_planted_near_duplicates_match_the_local_engine(tmp_path: Path, partitions: int) -> None:
+    corpus = write_jsonl(tmp_path / "c.jsonl", planted())
+    summary = both_engines([corpus], tmp_path, partitions=partitions)
+    assert summary["engine"]["mode"] == "ray"
+    assert summary["engine"]["splits"] > 10  # documents cross split boundaries
+    assert summary["engine"]["partitions"] == partitions
+    assert summary["clusters"] >= 50 and summary["duplicates_removed"] >= 50
+    shuffled = summary["engine"]["bytes_shuffled"]
+    assert shuffled["signatures"] > 0 and shuffled["documents"] > 0
+
+
+def test_a_bucket_larger_than_the_max_bucket_size_is_a_star(tmp_path: Path) -> None:
+    same = "the very same text of a page that many sites copy word for word again"
+    records = [
+        {"id": f"s{i}", "text": same if i % 3 else f"{same} and {i} more words of its own"} for i in range(90)
+    ]
+    corpus = write_jsonl(tmp_path / "c.jsonl", records)
+    summary = both_engines([corpus], tmp_path, settings={"max_bucket_size": 10})
+    assert summary["clusters"] >= 1
+    buckets = [json.loads(line) for line in parts_of(tmp_path / "ray" / "lsh_buckets").splitlines()]
+    assert max(b["member_count"] for b in buckets) > 10
+
+
+def test_a_chain_linked_only_transitively_is_one_cluster(tmp_path: Path) -> None:
+    corpus = write_jsonl(tmp_path / "c.jsonl", chain())
+    summary = both_engines([corpus], tmp_path, settings={"threshold": 0.75, "shingle": "word", "ngram": 3})
+    rounds = [s for s in summary["engine"]["stages_run"] if s.startswith("large-star")]
+    assert len(rounds) > 3  # the components took rounds, not one pass
+    clusters = [json.loads(line)["members"] for line in parts_of(tmp_path / "ray" / "clusters").splitlines()]
+    biggest = sorted(int(m[1:]) for m in max(clusters, key=len))
+    assert len(biggest) > 50
+    assert biggest[-1] - biggest[0] > 12  # its ends share no word: linked only through the others
+
+
+def test_every_document_a_duplicate(tmp_path: Path) -> None:
+    records = [
+        {"id": f"x{i}", "text": "one text copied everywhere, with nothing changed at all"} for i in range(200)
+    ]
+    summary = both_engines([write_jsonl(tmp_path / "c.jsonl", records)], tmp_path)
+    assert summary["clusters"] == 1 and summary["kept_rows"] == 1
+
+
+def test_no_duplicates(tmp_path: Path) -> None:
+    records = [{"id": f"u{i}", "text": f"unique words {i} {i * 7} {i * 13} here"} for i in range(300)]
+    summary = both_engines([write_jsonl(tmp_path / "c.jsonl", records)], tmp_path)
+    assert summary["clusters"] == 0 and summary["kept_rows"] == 300
+
+
+@pytest.mark.parametrize("match_empty", [False, True])
+def test_empty_documents(tmp_path: Path, match_empty: bool) -> None:
+    records = planted(300)
+    for i in range(0, 300, 17):
+        records[i]["text"] = "" if i % 2 else "  ... !! "
+    records[5]["text"] = None
+    summary = both_engines(
+        [write_jsonl(tmp_path / "c.jsonl", records)], tmp_path, settings={"match_empty": match_empty or None}
+    )
+    assert summary["empty_documents"] == 19
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{"keep": "longest"}, {"keep": "shortest"}, {"verify": False}, {"shingle": "char", "ngram": 5}],
+)
+def test_settings_match_the_local_engine(tmp_path: Path, settings: dict[str, object]) -> None:
+    both_engines([write_jsonl(tmp_path / "c.jsonl", planted(400))], tmp_path, settings=settings)
+
+
+def test_generated_ids_and_several_files(tmp_path: Path) -> None:
+    records = planted(500)
+    a = write_jsonl(tmp_path / "a.jsonl", [{"text": r["text"]} for r in records[:250]])
+    b = write_jsonl(tmp_path / "b.jsonl", [{"text": r["text"]} for r in records[250:]])
+    summary = both_engines([a, b], tmp_path, id_column=None)
+    assert summary["id_column"] == "row_id"
+    first = json.loads(parts_of(tmp_path / "ray" / "annotated").splitlines()[0])
+    assert list(first)[:2] == ["row_id", "text"] and first["source_file"] == str(a)
+
+
+def test_parquet_in_parquet_out(tmp_path: Path) -> None:
+    path = tmp_path / "c.parquet"
+    pq.write_table(pa.Table.from_pylist(planted(500)), path, row_group_size=60)
+    summary = both_engines([path], tmp_path, split_bytes=1)  # a split per row group
+    assert summary["engine"]["splits"] == 9
+    assert summary["output_format"] == "parquet"
+
+
+def test_gzipped_json_lines(tmp_path: Path) -> None:
+    import gzip
+
+    plain = write_jsonl(tmp_path / "c.jsonl", planted(300))
+    packed = tmp_path / "c.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    both_engines([packed], tmp_path)
+
+
+def test_the_cli_runs_on_ray(tmp_path: Path) -> None:
+    corpus = write_jsonl(tmp_path / "c.jsonl", planted(300))
+    neardup = str(Path(sys.executable).with_name("neardup"))
+    base = [neardup, "dedup", str(corpus), "--id-column", "id", "-q"]
+    subprocess.run([*base, "-o", str(tmp_path / "local")], check=True)
+    done = subprocess.run(
+        [*base, "-o", str(tmp_path / "ray"), "--engine", "ray", "--partitions", "3", "--json"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    summary = json.loads(done.stdout)
+    assert summary["engine"]["ray"]["address"] == "local" and summary["engine"]["partitions"] == 3
+    assert parts_of(tmp_path / "ray" / "clusters") == (tmp_path / "local" / "clusters.jsonl").read_bytes()
+    assert not (tmp_path / "ray" / ".neardup-work").exists()  # removed once the run succeeded
+
+
+def test_engine_options_are_refused_where_they_do_not_apply(tmp_path: Path) -> None:
+    neardup = str(Path(sys.executable).with_name("neardup"))
+    done = subprocess.run(
+        [neardup, "dedup", "x.jsonl", "-o", str(tmp_path), "--partitions", "4"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and "--partitions is for --engine ray" in done.stderr
+    done = subprocess.run(
+        [neardup, "dedup", "x.jsonl", "-o", str(tmp_path), "--engine", "ray", "--memory-limit", "1GB"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and "--memory-limit sizes the local engine" in done.stderr
+
+
+def test_a_bad_line_names_its_file_and_line(tmp_path: Path) -> None:
+    lines = [json.dumps(r) for r in planted(200)]
+    lines[150] = '{"id": "broken", "text": "no closing quote}'
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as caught:
+        run_dedup(_ray_job([corpus], tmp_path / "out"))
+    assert caught.value.path == str(corpus) and caught.value.line == 151
+    assert not (tmp_path / "out" / "summary.json").exists()
+
+
+def test_a_missing_text_column_names_the_file(tmp_path: Path) -> None:
+    corpus = write_jsonl(tmp_path / "c.jsonl", [{"id": "a", "body": "text"}])
+    with pytest.raises(MissingColumnError, match="no column 'text'"):
+        run_dedup(_ray_job([corpus], tmp_path / "out"))
+
+
+def test_formats_and_options_the_ray_engine_does_not_take(tmp_path: Path) -> None:
+    csv = tmp_path / "c.csv"
+    csv.write_text("id,text\na,b\n")
+    with pytest.raises(ConfigError, match=r"reads JSON Lines .* and Parquet, not \.csv"):
+        run_dedup(_ray_job([csv], tmp_path / "out"))
+    corpus = write_jsonl(tmp_path / "c.jsonl", planted(20))
+    skip = DedupJob(
+        inputs=[corpus], output_dir=tmp_path / "o", read=ReadOptions(on_error="skip"), engine="ray"
+    )
+    with pytest.raises(ConfigError, match="on_error='skip' runs on the local engine"):
+        run_dedup(skip)
+    with pytest.raises(ConfigError, match="writes jsonl or parquet, not csv"):
+        run_dedup(_ray_job([corpus], tmp_path / "out", output_format="csv"))
+
+
+def test_a_failed_run_resumes_from_its_finished_stages(tmp_path: Path) -> None:
+    """The run fails at its very end (``summary.json`` cannot be written); once it can, the same
+    run takes every stage but the outputs from the work location."""
+    corpus = write_jsonl(tmp_path / "c.jsonl", planted(300))
+    out = tmp_path / "out"
+    work = tmp_path / "work"
+    out.write_text("in the way")
+    with pytest.raises(OutputError, match="exists and is not a directory"):
+        run_dedup(_ray_job([corpus], out, work_dir=work))
+    out.unlink()
+    (out / "summary.json" / "in the way").mkdir(parents=True)
+    with pytest.raises(OutputError, match=r"cannot write summary\.json"):
+        run_dedup(_ray_job([corpus], out, work_dir=work))
+    assert (work / "stages" / "ranks.json").exists()
+    (out / "summary.json" / "in the way").rmdir()
+    (out / "summary.json").rmdir()
+    summary = run_dedup(_ray_job([corpus], out, work_dir=work))
+    assert {"signatures", "buckets", "verify", "ranks"} <= set(summary["engine"]["stages_resumed"])
+    assert summary["engine"]["stages_run"] == ["write"]
+    run_dedup(DedupJob(inputs=[corpus], output_dir=tmp_path / "local", read=ReadOptions(id_column="id")))
+    assert parts_of(out / "annotated") == (tmp_path / "local" / "annotated.jsonl").read_bytes()
+    assert not work.exists()
+
+
+def test_a_work_location_of_other_settings_is_refused(tmp_path: Path) -> None:
+    corpus = write_jsonl(tmp_path / "c.jsonl", planted(100))
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "manifest.json").write_text(json.dumps({"version": 1, "config": {}}))
+    with pytest.raises(ConfigError, match="holds a run with other config"):
+        run_dedup(_ray_job([corpus], tmp_path / "out", work_dir=work))
+    summary = run_dedup(_ray_job([corpus], tmp_path / "out", work_dir=work, resume=False))
+    assert summary["engine"]["stages_resumed"] == []
+
+
+def test_without_ray_the_message_names_the_extra(tmp_path: Path) -> None:
+    code = (
+        "import sys, importlib.abc\n"
+        "class NoRay(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name.partition('.')[0] == 'ray': raise ModuleNotFoundError(name=name)\n"
+        "sys.meta_path.insert(0, NoRay())\n"
+        "from neardup.cli import run\n"
+        f"sys.argv = ['neardup', 'dedup', {str(tmp_path / 'c.jsonl')!r}, '-o', {str(tmp_path / 'o')!r},"
+        " '--engine', 'ray']\n"
+        "run()\n"
+    )
+    write_jsonl(tmp_path / "c.jsonl", planted(10))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "the Ray engine needs Ray: pip install 'neardup[ray]'" in done.stderr
