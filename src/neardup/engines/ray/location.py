@@ -38,11 +38,15 @@ def open_uri(uri: str) -> tuple[pafs.FileSystem, str]:
 
 
 class Location:
-    """A folder on a filesystem, given as a local path or URI."""
+    """A folder on a filesystem, given as a local path or URI, that a run writes (its output or
+    work): a URI that opens no filesystem is an OutputError."""
 
     def __init__(self, uri: str) -> None:
         self.uri = uri if is_uri(uri) else os.path.abspath(uri)  # tasks run in other folders
-        self.fs, self.root = open_uri(self.uri)
+        try:
+            self.fs, self.root = open_uri(self.uri)
+        except InputError as exc:
+            raise OutputError(f"{uri}: {exc.reason}") from exc.__cause__
         self.local = isinstance(self.fs, pafs.LocalFileSystem)
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import urllib.parse
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -126,9 +127,10 @@ def _known(name: str) -> bool:
 
 
 def _uri_of(base: list[str], root: str, path: str) -> str:
-    """The URI of ``path`` found under the folder URI ``base`` (whose path is ``root``)."""
+    """The URI of ``path`` found under the folder URI ``base`` (whose path is ``root``): the
+    rest of the path percent-encoded, as a URI's path is (a space, ``#``, ``?``, ``%``)."""
     folder = base[0].rstrip("/")
-    rest = path[len(root.rstrip("/")) :].lstrip("/")
+    rest = urllib.parse.quote(path[len(root.rstrip("/")) :].lstrip("/"))
     return f"{folder}/{rest}" + (f"?{base[1]}" if len(base) > 1 else "")
 
 
