@@ -168,7 +168,7 @@ def test_file_uri_folder_of_jsonl_and_parquet_files(tmp_path: Path) -> None:
 # form), not in AWS_* variables: the session's Ray workers were started with the environment the
 # test process had at ray.init, so variables set here would not reach the tasks that read and
 # write. moto accepts any credentials; the region in the URI keeps pyarrow from looking one up.
-KEY, SECRET, REGION = "testing", "testing", "us-east-1"
+KEY, SECRET, REGION = "neardup-key", "neardup-s3cr3t", "us-east-1"
 
 
 @dataclass(frozen=True)
@@ -271,11 +271,13 @@ def test_s3_inputs_output_and_work(tmp_path: Path, s3: S3) -> None:
     summary = _ray_run(inputs, s3.uri("results"), s3.uri("work"), split_bytes=100_000)
 
     _same_figures(summary, local)
-    assert summary["inputs"] == inputs
-    stored = json.loads(s3.get("results/summary.json"))
-    assert stored == json.loads(json.dumps(summary))
+    shown = [uri.replace(f"{KEY}:{SECRET}@", "") for uri in inputs]  # credentials never written
+    assert summary["inputs"] == shown
+    stored = s3.get("results/summary.json")
+    assert json.loads(stored) == json.loads(json.dumps(summary))
+    assert SECRET.encode() not in stored and KEY.encode() not in stored
     assert s3.keys("work") == []  # a finished run removes its work location
-    sources = {str(f): uri for f, uri in zip(files, inputs, strict=True)}
+    sources = {str(f): uri for f, uri in zip(files, shown, strict=True)}
     assert_same_jsonl(tmp_path / "local", s3.parts("results"), sources)
 
 
@@ -286,8 +288,8 @@ def test_a_missing_s3_object_is_an_input_error_naming_it(tmp_path: Path, s3: S3)
     missing = s3.uri("corpus/missing.jsonl")
     with pytest.raises(InputError, match="no such file") as caught:
         _ray_run([missing], str(tmp_path / "out"), str(tmp_path / "work"), split_bytes=1 << 20)
-    assert caught.value.path == missing
-    assert missing in str(caught.value)
+    shown = missing.replace(f"{KEY}:{SECRET}@", "")
+    assert caught.value.path == shown and SECRET not in str(caught.value)
 
 
 def test_a_missing_file_uri_is_an_input_error_naming_it(tmp_path: Path) -> None:
@@ -314,4 +316,5 @@ def test_an_s3_uri_with_an_unknown_option_is_an_error_naming_it(tmp_path: Path, 
     given = s3.uri("corpus/docs.jsonl") + "&endpoint=elsewhere"
     with pytest.raises(InputError, match="endpoint") as caught:
         _ray_run([given], str(tmp_path / "out"), str(tmp_path / "work"), split_bytes=1 << 20)
-    assert caught.value.path == given
+    assert caught.value.path == given.replace(f"{KEY}:{SECRET}@", "")
+    assert SECRET not in str(caught.value)

@@ -99,7 +99,7 @@ def on_ray(job: DedupJob, events: RunEvents) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "neardup_version": __version__,
         "inputs": [f.name for f in run.files],
-        "output_dir": str(job.output_dir),
+        "output_dir": str(output),
         "output_format": figures["engine"]["output_format"],
         "outputs": list(output_tables(job.outputs)),
         "text_column": job.read.text_column,

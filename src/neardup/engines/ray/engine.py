@@ -124,7 +124,7 @@ class RayDedup:
             "version": MANIFEST_VERSION,
             "config": self.config.to_dict(),
             "read": asdict(self.options),
-            "inputs": [[f.uri, f.size, f.mtime] for f in files],
+            "inputs": [[f.name, f.size, f.mtime] for f in files],  # no credentials kept
             "partitions": self.partitions,
             "split_bytes": self.split_bytes,
         }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
 from typing import Any
 
@@ -19,6 +20,15 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from neardup.errors import InputError, OutputError
+
+_USER_PART = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@?#\s'\"]*@")
+
+
+def shown(uri: str) -> str:
+    """A URI as neardup shows it (in messages, ``summary.json``, ``source_file``): without the
+    credentials its user part may carry (``s3://KEY:SECRET@bucket/key`` -> ``s3://bucket/key``);
+    also every URI in a message."""
+    return _USER_PART.sub(r"\1", uri)
 
 
 def is_uri(text: str) -> bool:
@@ -33,7 +43,7 @@ def open_uri(uri: str) -> tuple[pafs.FileSystem, str]:
     try:
         fs, path = pafs.FileSystem.from_uri(uri)
     except (pa.ArrowException, ValueError, OSError) as exc:
-        raise InputError(f"cannot open the filesystem: {exc}", path=uri) from exc
+        raise InputError(f"cannot open the filesystem: {shown(str(exc))}", path=shown(uri)) from exc
     return fs, str(path)
 
 
@@ -46,14 +56,14 @@ class Location:
         try:
             self.fs, self.root = open_uri(self.uri)
         except InputError as exc:
-            raise OutputError(f"{uri}: {exc.reason}") from exc.__cause__
+            raise OutputError(f"{shown(uri)}: {exc.reason}") from exc.__cause__
         self.local = isinstance(self.fs, pafs.LocalFileSystem)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Location, (self.uri,))
 
     def __str__(self) -> str:
-        return self.uri
+        return shown(self.uri)
 
     def path(self, *parts: str) -> str:
         return "/".join([self.root.rstrip("/"), *parts])
@@ -109,7 +119,7 @@ class Location:
             if temporary != target:
                 self.fs.move(temporary, target)
         except OSError as exc:
-            raise OutputError(f"{self.uri}: cannot write {'/'.join(parts)}: {exc}") from exc
+            raise OutputError(f"{self}: cannot write {'/'.join(parts)}: {shown(str(exc))}") from exc
 
     def read_json(self, *parts: str) -> Any | None:
         """The JSON a file holds, or None when there is none."""

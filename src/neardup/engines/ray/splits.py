@@ -22,7 +22,7 @@ import pyarrow.fs as pafs
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
-from neardup.engines.ray.location import is_uri, open_uri
+from neardup.engines.ray.location import is_uri, open_uri, shown
 from neardup.errors import ConfigError, InputError
 from neardup.io import ReadOptions, expand_inputs
 from neardup.io.inputs import GENERATED_ID, check_columns, input_ending, text_as_string
@@ -96,7 +96,7 @@ def list_inputs(inputs: list[str]) -> list[InputFile]:
         fs, root = open_uri(str(given))
         info = fs.get_file_info(root)
         if info.type == pafs.FileType.NotFound:
-            raise InputError("no such file or folder", path=str(given))
+            raise InputError("no such file or folder", path=shown(str(given)))
         if info.type == pafs.FileType.File:
             infos = [info]
         else:
@@ -106,13 +106,13 @@ def list_inputs(inputs: list[str]) -> list[InputFile]:
                 key=lambda i: i.path,
             )
             if not infos:
-                raise InputError("holds no JSON Lines or Parquet files", path=str(given))
+                raise InputError("holds no JSON Lines or Parquet files", path=shown(str(given)))
         base = str(given).split("?", 1)
         for i in infos:
             uri = str(given) if info.type == pafs.FileType.File else _uri_of(base, root, i.path)
             family, gzip = _family(i.base_name)
             mtime = i.mtime.timestamp() if i.mtime is not None else None
-            out.append(InputFile(uri, uri, family, gzip, int(i.size or 0), mtime))
+            out.append(InputFile(uri, shown(uri), family, gzip, int(i.size or 0), mtime))
     if not out:
         raise InputError("no inputs given")
     return out
@@ -200,7 +200,7 @@ def read_split(split: Split, options: ReadOptions) -> pa.Table:
     try:
         return _read(split, options)
     except OSError as exc:
-        raise InputError(f"cannot read: {exc}", path=split.name) from exc
+        raise InputError(f"cannot read: {shown(str(exc))}", path=split.name) from exc
 
 
 def _read(split: Split, options: ReadOptions) -> pa.Table:
