@@ -113,10 +113,11 @@ def value_texts(values: pa.Array) -> pa.Array:
     return pc.fill_null(json_values(values), text("null"))
 
 
-def jsonl_bytes(table: pa.Table) -> bytes:
-    """``table`` as the JSON Lines text :func:`write_table` writes."""
+def jsonl_bytes(table: pa.Table, formatted: Collection[str] = ()) -> bytes:
+    """``table`` as the JSON Lines text :func:`write_table` writes (its ``formatted`` columns hold
+    their values' JSON text already: :func:`json_texts`)."""
     sink = io.BytesIO()
-    _append_jsonl(sink, table)
+    _append_jsonl(sink, table, formatted)
     return sink.getvalue()
 
 

@@ -35,7 +35,7 @@ from neardup.engines.ray.location import Location
 from neardup.engines.ray.splits import Split, ids_of, read_split, with_generated_id
 from neardup.io import ReadOptions
 from neardup.io.inputs import SOURCE_COLUMN
-from neardup.io.writers import jsonl_bytes
+from neardup.io.writers import json_texts, jsonl_bytes
 from neardup.outputs import hex_strings
 from neardup.pipeline import arrow_to_batch, char_lengths
 
@@ -552,7 +552,10 @@ def bucket_ids(plan: Plan, layout: Layout, split: int) -> Figures:
 # -- 6. the output tables, a part at a time ---------------------------------------------------
 
 
-def _write_output(plan: Plan, name: str, part: int, table: pa.Table) -> int:
+def _write_output(
+    plan: Plan, name: str, part: int, table: pa.Table, formatted: list[str] | None = None
+) -> int:
+    """Write one part of a table (in JSON Lines, its ``formatted`` columns already JSON text)."""
     if name not in plan.outputs:
         return 0
     ext = plan.output_format
@@ -560,7 +563,7 @@ def _write_output(plan: Plan, name: str, part: int, table: pa.Table) -> int:
     if ext == "parquet":
         plan.output.write_parquet(table, *target)
     else:
-        plan.output.write_bytes(jsonl_bytes(table), *target)
+        plan.output.write_bytes(jsonl_bytes(table, formatted or ()), *target)
     return int(table.num_rows)
 
 
@@ -591,6 +594,10 @@ def write_rows(
     rep_ids = pa.concat_arrays([ids, assign.column("rep_id").combine_chunks().cast(ids.type)]).take(
         pa.array(slot, _I64)
     )
+    # in JSON Lines the input columns are escaped once for all three tables, as the local engine does
+    formatted = table.column_names if plan.output_format == "jsonl" else []
+    if formatted:
+        table = json_texts(table)
     annotated = (
         table.append_column("cluster_id", pa.array(cluster, _I64, mask=cluster < 0))
         .append_column("representative", rep_ids)
@@ -602,9 +609,9 @@ def write_rows(
         .append_column("duplicate_of", rep_ids.take(dup))
         .append_column("cluster_id", pa.array(cluster[~keep], _I64))
     )
-    written = _write_output(plan, "annotated", split, annotated)
-    _write_output(plan, "deduped", split, table.filter(pa.array(keep)))
-    _write_output(plan, "duplicates", split, duplicates)
+    written = _write_output(plan, "annotated", split, annotated, formatted)
+    _write_output(plan, "deduped", split, table.filter(pa.array(keep)), formatted)
+    _write_output(plan, "duplicates", split, duplicates, formatted)
     return {"rows": written, "kept": int(keep.sum())}
 
 
