@@ -179,64 +179,100 @@ class LineWriter:
         got = os.preadv(fd, [buf.data], base)
         if got != size:
             raise self._changed()
-        starts = spans[:, 0] - base
-        ends = spans[:, 1] - base
         cl = self.clusters
-        cluster = cl.cluster[lo:hi]
-        keep = cl.keep[lo:hi]
-        reps = value_texts(self.ids.take(pa.array(cl.representative[lo:hi], pa.int64())))
-
-        def prefix(rows: np.ndarray) -> _Texts:  # the generated id first, if any, of rows lo + rows
-            if not self.generated:
-                return _Texts.none(rows.size)
-            ids = self.ids.take(pa.array(lo + rows, pa.int64()))
-            return _Texts.joined(text(_member(self.id_column)), value_texts(ids))
-
-        annotations = _Texts.joined(
-            text(_member("cluster_id")),
-            value_texts(pa.array(cluster, pa.int64(), mask=cluster < 0)),
-            text(", " + _member("representative")),
-            reps,
-            text(", " + _member("is_duplicate")),
-            value_texts(pa.array(~keep)),
+        outputs = splice_rows(
+            buf,
+            spans[:, 0] - base,
+            spans[:, 1] - base,
+            cluster=cl.cluster[lo:hi],
+            keep=cl.keep[lo:hi],
+            representatives=self.ids.take(pa.array(cl.representative[lo:hi], pa.int64())),
+            ids=self.ids.slice(lo, hi - lo) if self.generated else None,
+            id_column=self.id_column,
         )
-        kept = np.flatnonzero(keep)
-        dup = np.flatnonzero(~keep)
-        duplicate_of = _Texts.joined(
-            text(_member("duplicate_of")),
-            reps.take(pa.array(dup, pa.int64())),
-            text(", " + _member("cluster_id")),
-            value_texts(pa.array(cluster[dup], pa.int64())),
-        )
-        jobs = {
-            "annotated": (starts, ends, prefix(np.arange(hi - lo)), annotations),
-            "deduped": (starts[kept], ends[kept], prefix(kept), _Texts.none(kept.size)),
-            "duplicates": (starts[dup], ends[dup], prefix(dup), duplicate_of),
-        }
-        outputs: dict[str, tuple[np.ndarray, int]] = {}
-
-        def splice(name: str) -> None:
-            s, e, pre, suf = jobs[name]
-            bound = int((e - s).sum()) + 5 * s.size + int(pre.offsets[-1]) + int(suf.offsets[-1])
-            out = np.empty(bound, np.uint8)
-            written = splice_lines(buf, s, e, pre.data, pre.offsets, suf.data, suf.offsets, out)
-            if written < 0:
-                raise self._changed()
-            outputs[name] = (out[:written], s.size)
-
-        def part(k: int) -> None:  # annotated, and the other two (about as many bytes) beside it
-            for name in _NAMES[:1] if k == 0 else _NAMES[1:]:
-                splice(name)
-
-        if threads() > 1:
-            in_threads(part, 2)
-        else:
-            part(0)
-            part(1)
+        if outputs is None:
+            raise self._changed()
         return outputs
 
     def _changed(self) -> InputError:
         return InputError("the file changed while it was being read; run again", path=self.path)
+
+
+def splice_rows(
+    buf: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    *,
+    cluster: np.ndarray,
+    keep: np.ndarray,
+    representatives: pa.Array,
+    ids: pa.Array | None,
+    id_column: str,
+    extra: str = "",
+) -> dict[str, tuple[np.ndarray, int]] | None:
+    """``annotated``, ``deduped`` and ``duplicates`` as JSON Lines text, and the rows each holds,
+    from the records ``buf[starts[i]:ends[i]]`` (each a JSON object) with their ``cluster``,
+    ``keep`` flag and representative's id; ``ids`` (a generated id per row) go first in each
+    record as ``id_column``, and ``extra`` (members ``"key": value``, such as a record's source
+    file) after the record's own. None if a record is not a JSON object."""
+    reps = value_texts(representatives)
+    rows = starts.size
+    tail = text(extra + ", " if extra else "")
+
+    def prefix(picked: np.ndarray) -> _Texts:  # the generated id first, if any
+        if ids is None:
+            return _Texts.none(picked.size)
+        return _Texts.joined(text(_member(id_column)), value_texts(ids.take(pa.array(picked, pa.int64()))))
+
+    annotations = _Texts.joined(
+        tail,
+        text(_member("cluster_id")),
+        value_texts(pa.array(cluster, pa.int64(), mask=cluster < 0)),
+        text(", " + _member("representative")),
+        reps,
+        text(", " + _member("is_duplicate")),
+        value_texts(pa.array(~keep)),
+    )
+    kept = np.flatnonzero(keep)
+    dup = np.flatnonzero(~keep)
+    duplicate_of = _Texts.joined(
+        tail,
+        text(_member("duplicate_of")),
+        reps.take(pa.array(dup, pa.int64())),
+        text(", " + _member("cluster_id")),
+        value_texts(pa.array(cluster[dup], pa.int64())),
+    )
+    only_extra = (
+        _Texts.joined(text(extra), pa.repeat(text(""), kept.size)) if extra else _Texts.none(kept.size)
+    )
+    jobs = {
+        "annotated": (starts, ends, prefix(np.arange(rows)), annotations),
+        "deduped": (starts[kept], ends[kept], prefix(kept), only_extra),
+        "duplicates": (starts[dup], ends[dup], prefix(dup), duplicate_of),
+    }
+    outputs: dict[str, tuple[np.ndarray, int]] = {}
+    failed = [False]
+
+    def splice(name: str) -> None:
+        s, e, pre, suf = jobs[name]
+        bound = int((e - s).sum()) + 5 * s.size + int(pre.offsets[-1]) + int(suf.offsets[-1])
+        out = np.empty(bound, np.uint8)
+        written = splice_lines(buf, s, e, pre.data, pre.offsets, suf.data, suf.offsets, out)
+        if written < 0:
+            failed[0] = True
+            return
+        outputs[name] = (out[:written], s.size)
+
+    def part(k: int) -> None:  # annotated, and the other two (about as many bytes) beside it
+        for name in _NAMES[:1] if k == 0 else _NAMES[1:]:
+            splice(name)
+
+    if threads() > 1:
+        in_threads(part, 2)
+    else:
+        part(0)
+        part(1)
+    return None if failed[0] else outputs
 
 
 def _write_all(writers: dict[str, TableWriter], outputs: dict[str, tuple[np.ndarray, int]]) -> None:

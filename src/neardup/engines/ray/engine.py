@@ -35,7 +35,7 @@ from neardup.core.params import lsh_shape, s_curve
 from neardup.engines.ray import tasks
 from neardup.engines.ray.location import Location
 from neardup.engines.ray.session import run_tasks
-from neardup.engines.ray.splits import list_inputs, plan_splits
+from neardup.engines.ray.splits import Split, list_inputs, plan_splits
 from neardup.engines.ray.tasks import Layout, Plan
 from neardup.errors import ConfigError, InputError
 from neardup.io import ReadOptions
@@ -43,6 +43,8 @@ from neardup.io.writers import OUTPUT_TABLES
 from neardup.pipeline import Progress
 
 MANIFEST_VERSION = 1
+MIN_SPLIT_BYTES = 1 << 20
+"""Splits are cut smaller than asked, to give every CPU two, but not below this."""
 PARTITION_BYTES = 64 << 20
 """Bytes of input per document-range partition, when the partitions are not given."""
 _I64 = pa.int64()
@@ -96,6 +98,7 @@ class RayDedup:
         self.resumed: list[str] = []
         self.stage_seconds: dict[str, float] = {}
         self.shuffled: dict[str, int] = {}
+        self.task_seconds: dict[str, float] = {}
 
     # -- stages -------------------------------------------------------------------------------
 
@@ -117,6 +120,7 @@ class RayDedup:
             done = {"seconds": time.perf_counter() - t0}
         self.stage_seconds[name] = round(float(done["seconds"]), 4)
         self.shuffled[name] = sum(int(f.get("shuffled", 0)) for f in figures)
+        self.task_seconds[name] = round(sum(float(f.get("task_seconds", 0.0)) for f in figures), 4)
         return figures
 
     def _manifest(self, files: list[Any]) -> dict[str, Any]:
@@ -150,9 +154,7 @@ class RayDedup:
         files = list_inputs(self.inputs)
         self.files = files
         self._open_work(files)
-        splits = plan_splits(files, self.split_bytes)
-        input_bytes = sum(f.size for f in files)
-        partitions = self.partitions or default_partitions(input_bytes, self.cpus)
+        splits, partitions = self._layout_of(files)
         bands, rows = lsh_shape(self.config.lsh, self.config.minhash)
         bits = 0
         while (bands << bits) < partitions and bits < 16:
@@ -281,10 +283,28 @@ class RayDedup:
                 "stages_run": list(self.ran),
                 "stages_resumed": list(self.resumed),
                 "stage_seconds": dict(self.stage_seconds),
+                "task_seconds": dict(self.task_seconds),
                 "bytes_shuffled": {k: v for k, v in self.shuffled.items() if v},
                 "total_seconds": round(time.perf_counter() - t_start, 4),
             },
         }
+
+    def _layout_of(self, files: list[Any]) -> tuple[list[Split], int]:
+        """The splits and partitions: as a run in this work location first chose them (a cluster
+        of another size resumes the same work), else chosen now and kept."""
+        kept = self.work.read_json("layout.json")
+        if kept is not None:
+            return [Split.from_dict(d) for d in kept["splits"]], int(kept["partitions"])
+        input_bytes = sum(f.size for f in files)
+        # at least two splits per CPU where the input is small (not below 1 MiB, unless asked)
+        per_cpu = -(-input_bytes // (2 * max(1, self.cpus)))
+        split_bytes = min(self.split_bytes, max(per_cpu, min(self.split_bytes, MIN_SPLIT_BYTES)))
+        splits = plan_splits(files, split_bytes)
+        partitions = self.partitions or default_partitions(input_bytes, self.cpus)
+        self.work.write_json(
+            {"splits": [s.to_dict() for s in splits], "partitions": partitions}, "layout.json"
+        )
+        return splits, partitions
 
     def _layout(self, plan: Plan, signed: list[dict[str, Any]], firsts: tuple[int, ...]) -> Layout:
         id_type: pa.DataType = _I64

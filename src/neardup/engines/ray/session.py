@@ -67,9 +67,12 @@ def connected(address: str | None, *, cpus: int | None, spill_dir: str | None) -
         elif cpus is not None:
             raise ConfigError("cpus sets the size of a local Ray; a cluster at an address has its own")
         try:
-            ray.init(address=address, **kwargs)
+            # "local" starts a Ray of our own even where a cluster was started on this machine
+            # (without it, ray.init joins the cluster named in its temp folder or RAY_ADDRESS)
+            ray.init(address=address or "local", **kwargs)
         except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise ConfigError(f"cannot connect to Ray at {address}: {exc}") from exc
+            where = f"at {address}" if address else "in this process"
+            raise ConfigError(f"cannot start or reach Ray {where}: {exc}") from exc
         started = True
     _quiet(ray)
     resources = ray.cluster_resources()
@@ -87,6 +90,9 @@ def _quiet(ray: Any) -> None:
     context.enable_progress_bars = False
     context.print_on_execution_start = False
     context.verbose_progress = False
+    # Ray Data otherwise keeps part of the CPUs in reserve for operators this run does not have:
+    # 8 one-second tasks took 7.3 s on 2 CPUs with the reservation and 4.1 s without
+    context.op_resource_reservation_enabled = False
     for name in ("ray.data", "ray"):
         logging.getLogger(name).setLevel(logging.WARNING)
 

@@ -174,7 +174,7 @@ def _line_start(source: Any, pos: int, size: int) -> int:
     return size
 
 
-def _split_bytes(split: Split) -> tuple[bytes, int]:
+def split_bytes(split: Split) -> tuple[bytes, int]:
     """The split's lines as bytes, and the offset of its first byte in the file."""
     fs, path = open_uri(split.path)
     if split.gzip:
@@ -209,7 +209,7 @@ def _read(split: Split, options: ReadOptions) -> pa.Table:
         with fs.open_input_file(path) as source:
             table = pq.ParquetFile(source).read_row_groups(list(split.row_groups))
     else:
-        data, offset = _split_bytes(split)
+        data, offset = split_bytes(split)
         if offset == 0 and data.startswith(b"\xef\xbb\xbf"):
             data = data[3:]
             offset = 3
@@ -222,7 +222,7 @@ def _read(split: Split, options: ReadOptions) -> pa.Table:
 
 
 def _parse_jsonl(data: bytes, split: Split, offset: int) -> pa.Table:
-    if not data.strip():
+    if not data or data.isspace():  # isspace stops at the first other byte
         return pa.table({})
     try:
         return pj.read_json(
