@@ -335,7 +335,7 @@ def _index_settings_options(f: Any) -> Any:
     type=click.IntRange(min=1),
     default=None,
     help="With --engine ray: document ranges the shuffled stages work in; more means less memory "
-    "per task, never a different result.  [default: 2 per CPU, or one per 64 MB of input]",
+    "per task, never a different result.  [default: 2 per CPU, or one per 256 MB of input]",
 )
 @click.option(
     "--split-size",

@@ -29,7 +29,7 @@ class RayOptions:
 
     ``address`` is a running cluster's (``auto``, ``host:port``, ``ray://host:port``); ``None``
     starts Ray in this process with ``cpus`` CPUs (default: all). ``partitions`` is the number of
-    document ranges the shuffled stages work in (default: two per CPU, or one per 64 MB of input
+    document ranges the shuffled stages work in (default: two per CPU, or one per 256 MB of input
     if more); ``split_bytes`` the bytes of input one task reads (or a size string). The result
     depends on neither.
     """

@@ -45,7 +45,7 @@ from neardup.pipeline import Progress
 MANIFEST_VERSION = 1
 MIN_SPLIT_BYTES = 1 << 20
 """Splits are cut smaller than asked, to give every CPU two, but not below this."""
-PARTITION_BYTES = 64 << 20
+PARTITION_BYTES = 256 << 20
 """Bytes of input per document-range partition, when the partitions are not given."""
 _I64 = pa.int64()
 _ROW_TABLES = ("annotated", "deduped", "duplicates")
@@ -321,7 +321,14 @@ class RayDedup:
                 first_empty = firsts[k] + int(f["first_empty"])
                 first_empty_id = f["first_empty_id"] if self.options.id_column is not None else first_empty
                 break
-        return Layout(firsts=firsts, id_type=id_type, first_empty=first_empty, first_empty_id=first_empty_id)
+        own = frozenset(k for k, f in enumerate(signed) if f.get("own_source"))
+        return Layout(
+            firsts=firsts,
+            id_type=id_type,
+            first_empty=first_empty,
+            first_empty_id=first_empty_id,
+            own_sources=own,
+        )
 
     def _components(self, plan: Plan, layout: Layout) -> tuple[int, int]:
         """Large-star and small-star rounds until no node is unsettled; the round whose

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -20,6 +21,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from neardup.errors import InputError, OutputError
+from neardup.io.page_cache import WINDOW, WriteBehind
 
 _USER_PART = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@?#\s'\"]*@")
 
@@ -101,6 +103,30 @@ class Location:
         """Write a file whole: on a local disk through a temporary name and a rename, so a task
         killed midway leaves no half-written file (object stores publish an object whole)."""
         self._written(lambda sink: sink.write(data), *parts)
+
+    def write_output(self, data: Any, *parts: str) -> None:
+        """:meth:`write_bytes` for a file that is written and not read again (an output part): on a
+        local disk its pages are handed back to the system as it is written
+        (:class:`~neardup.io.page_cache.WriteBehind`), rather than filling the page cache."""
+        if not self.local:
+            self.write_bytes(bytes(data), *parts)
+            return
+        target = self.path(*parts)
+        folder = target.rsplit("/", 1)[0]
+        temporary = f"{folder}/.{uuid.uuid4().hex}.tmp"
+        view = memoryview(data).cast("B")
+        try:
+            os.makedirs(folder, exist_ok=True)
+            with open(temporary, "wb") as fh:
+                behind = WriteBehind(Path(temporary))
+                for at in range(0, len(view), WINDOW):
+                    fh.write(view[at : at + WINDOW])
+                    fh.flush()
+                    behind.wrote()
+            behind.close()
+            os.replace(temporary, target)
+        except OSError as exc:
+            raise OutputError(f"{self}: cannot write {'/'.join(parts)}: {shown(str(exc))}") from exc
 
     def write_parquet(self, table: pa.Table, *parts: str) -> None:
         self._written(lambda sink: pq.write_table(table, sink), *parts)

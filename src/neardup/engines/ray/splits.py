@@ -15,13 +15,15 @@ import json
 import urllib.parse
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
+from neardup.engines.kernels import gather_ranges
 from neardup.engines.ray.location import is_uri, open_uri, shown
 from neardup.errors import ConfigError, InputError
 from neardup.io import ReadOptions, expand_inputs
@@ -248,11 +250,52 @@ def _bad_line(data: bytes, exc: Exception) -> tuple[int, str]:
     return 1, f"cannot be read as JSON Lines: {exc}"
 
 
+class Lines(NamedTuple):
+    """A JSON Lines split's bytes and its records' lines, ``buf[starts[i]:ends[i]]``."""
+
+    buf: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+
+
+def record_lines(split: Split) -> Lines | None:
+    """The split's bytes and each record's line: its non-empty lines, when each starts with
+    ``{`` (as JSON Lines records do), so that record ``i`` is line ``i``; else None."""
+    data, offset = split_bytes(split)
+    buf = np.frombuffer(data, np.uint8)
+    if offset == 0 and data.startswith(b"\xef\xbb\xbf"):
+        buf = buf[3:]
+    ends = np.append(np.flatnonzero(buf == 0x0A), buf.size).astype(np.int64)
+    starts = np.concatenate(([0], ends[:-1] + 1)).astype(np.int64)
+    filled = ends > starts
+    starts, ends = starts[filled], ends[filled]
+    if starts.size and not np.all(buf[starts] == 0x7B):
+        return None
+    return Lines(np.ascontiguousarray(buf), starts, ends)
+
+
+def read_rows(split: Split, options: ReadOptions, rows: np.ndarray) -> pa.Table | None:
+    """Records ``rows`` (ascending) of a JSON Lines split, parsing only their lines; None where
+    the split's lines are not one record each (read the split whole instead)."""
+    if split.family != "jsonl":
+        return None
+    lines = record_lines(split)
+    if lines is None or (rows.size and int(rows[-1]) >= lines.starts.size):
+        return None
+    starts = lines.starts[rows]
+    lengths = lines.ends[rows] - starts + (lines.ends[rows] < lines.buf.size)  # with its newline
+    picked = gather_ranges(lines.buf, starts, lengths)
+    table = _parse_jsonl(picked.tobytes(), split, 0) if picked.size else pa.table({})
+    if table.num_rows != rows.size:
+        return None
+    if check_columns(table.schema, split.name, options):
+        table = text_as_string(table, options.text_column)
+    return table
+
+
 def ids_of(table: pa.Table, options: ReadOptions, first: int) -> pa.Array:
     """The split's ids: its id column, or the generated ``row_id`` from position ``first``."""
     if options.id_column is None:
-        import numpy as np
-
         return pa.array(np.arange(first, first + table.num_rows, dtype=np.int64))
     return table.column(options.id_column).combine_chunks()
 

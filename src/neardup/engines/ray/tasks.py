@@ -16,13 +16,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.feather as feather
+import pyarrow.parquet as pq
 
 from neardup.config import DedupConfig
 from neardup.core.lsh import Buckets, band_keys, build_buckets, candidate_pairs
@@ -34,7 +34,7 @@ from neardup.core.verify import exact_jaccard_pairs
 from neardup.engines.kernels import gather_ranges
 from neardup.engines.ray import shuffle
 from neardup.engines.ray.location import Location
-from neardup.engines.ray.splits import Split, ids_of, read_split, split_bytes, with_generated_id
+from neardup.engines.ray.splits import Split, ids_of, read_rows, read_split, record_lines, with_generated_id
 from neardup.io import ReadOptions
 from neardup.io.inputs import GENERATED_ID, SOURCE_COLUMN
 from neardup.io.jsonl_lines import splice_rows
@@ -77,7 +77,8 @@ class Layout:
     id_type: pa.DataType
     first_empty: int = -1
     first_empty_id: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    own_sources: frozenset[int] = frozenset()
+    """The splits whose records have a ``source_file`` column of their own."""
 
     @property
     def n(self) -> int:
@@ -129,7 +130,6 @@ def sign(plan: Plan, split_index: int) -> Figures:
     table = read_split(split, plan.options)
     rows = table.num_rows
     cfg = plan.config
-    _keep_records(plan, split_index, table)
     if rows:
         batch = arrow_to_batch(table.column(plan.options.text_column))
         sigs, counts = MinHasher(cfg.minhash, cfg.text, cfg.shingle).signatures_with_counts(
@@ -182,6 +182,7 @@ def sign(plan: Plan, split_index: int) -> Figures:
         "bytes": int(table.nbytes),
         "shuffled": shuffled,
         "empty": int(empty.size),
+        "own_source": SOURCE_COLUMN in table.column_names,
         "first_empty": first_empty,
         "first_empty_id": (
             ids_of(table, plan.options, 0)[first_empty].as_py()
@@ -189,37 +190,6 @@ def sign(plan: Plan, split_index: int) -> Figures:
             else None
         ),
     }
-
-
-def _records_file(split: int) -> tuple[str, str]:
-    return "records", f"split-{split:06d}.arrow"
-
-
-def _keep_records(plan: Plan, split: int, table: pa.Table) -> None:
-    """Keep a split's records as read (Arrow IPC) for the stages that read them again, which
-    map them rather than parse the JSON again (LZ4 would halve the bytes; compressing 33 MB took
-    0.1 s of a 0.45 s task)."""
-    sink = pa.BufferOutputStream()
-    feather.write_feather(table, sink, compression="uncompressed")
-    plan.work.write_bytes(sink.getvalue().to_pybytes(), *_records_file(split))
-
-
-def _records(plan: Plan, split: int, columns: list[str] | None = None) -> pa.Table:
-    """A split's records as the signatures stage read them (only ``columns``, if given); on a
-    local disk mapped, not read."""
-    path = plan.work.path(*_records_file(split))
-    if plan.work.local:
-        table: pa.Table = feather.read_table(path, columns=columns, memory_map=True)
-        return table
-    with plan.work.fs.open_input_file(path) as source:
-        table = feather.read_table(source, columns=columns, memory_map=False)
-    return table
-
-
-def _records_schema(plan: Plan, split: int) -> pa.Schema:
-    with plan.work.fs.open_input_file(plan.work.path(*_records_file(split))) as source:
-        schema: pa.Schema = pa.ipc.open_file(source).schema
-    return schema
 
 
 BAND_SCHEMA = pa.schema([("key", pa.uint64()), ("row", _I64)])
@@ -325,9 +295,14 @@ def document_sets(plan: Plan, layout: Layout, split: int) -> Figures:
     counts = sig.column("count").to_numpy()
     cfg = plan.config
     if cfg.verify:
-        table = _records(plan, split, [plan.options.text_column])
-        batch = arrow_to_batch(table.column(plan.options.text_column))
-        sets = shingle_sets(batch, rows, counts, cfg.text, cfg.shingle)
+        picked = read_rows(plan.splits[split], plan.options, rows)  # only the asked records' lines
+        if picked is not None:
+            batch = arrow_to_batch(picked.column(plan.options.text_column))
+            sets = shingle_sets(batch, np.arange(rows.size), counts[rows], cfg.text, cfg.shingle)
+        else:
+            table = read_split(plan.splits[split], plan.options)
+            batch = arrow_to_batch(table.column(plan.options.text_column))
+            sets = shingle_sets(batch, rows, counts, cfg.text, cfg.shingle)
         values = gather_ranges(sets.values, sets.starts, sets.lengths)
         offsets = np.zeros(rows.size + 1, np.int64)
         np.cumsum(sets.lengths, out=offsets[1:])
@@ -596,9 +571,11 @@ def _write_output(
     ext = plan.output_format
     target = (name, f"part-{part:06d}.{ext}")
     if ext == "parquet":
-        plan.output.write_parquet(table, *target)
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink)
+        plan.output.write_output(sink.getvalue(), *target)
     else:
-        plan.output.write_bytes(jsonl_bytes(table, formatted or ()), *target)
+        plan.output.write_output(jsonl_bytes(table, formatted or ()), *target)
     return int(table.num_rows)
 
 
@@ -626,13 +603,13 @@ def write_rows(
         pa.array(slot, _I64)
     )
     if plan.output_format == "jsonl" and source.family == "jsonl":
-        spliced = _spliced(plan, source, n, ids, cluster=cluster, keep=keep, rep_ids=rep_ids)
+        spliced = _spliced(plan, layout, source, n, ids, cluster=cluster, keep=keep, rep_ids=rep_ids)
         if spliced is not None:
             for name, (data, _) in spliced.items():
                 if name in plan.outputs:
-                    plan.output.write_bytes(data.tobytes(), name, f"part-{split:06d}.jsonl")
+                    plan.output.write_output(data, name, f"part-{split:06d}.jsonl")
             return {"rows": n, "kept": int(keep.sum())}
-    table = with_generated_id(_records(plan, split), plan.options, first)
+    table = with_generated_id(read_split(source, plan.options), plan.options, first)
     if plan.files > 1 and SOURCE_COLUMN not in table.column_names:
         table = table.append_column(SOURCE_COLUMN, pa.repeat(pa.scalar(source.name, pa.string()), n))
     # in JSON Lines the input columns are escaped once for all three tables, as the local engine does
@@ -658,6 +635,7 @@ def write_rows(
 
 def _spliced(
     plan: Plan,
+    layout: Layout,
     source: Split,
     n: int,
     ids: pa.Array,
@@ -668,18 +646,12 @@ def _spliced(
 ) -> dict[str, tuple[np.ndarray, int]] | None:
     """The three row tables of a JSON Lines split from its own lines, or None where its lines are
     not one ``{...}`` record each (the parsed records are written instead)."""
-    data, offset = split_bytes(source)
-    buf = np.frombuffer(data, np.uint8)
-    if offset == 0 and data.startswith(b"\xef\xbb\xbf"):
-        buf = buf[3:]
-    ends = np.append(np.flatnonzero(buf == 0x0A), buf.size).astype(np.int64)
-    starts = np.concatenate(([0], ends[:-1] + 1)).astype(np.int64)
-    filled = ends > starts
-    starts, ends = starts[filled], ends[filled]
-    if starts.size != n or (n and not np.all(buf[starts] == 0x7B)):
+    lines = record_lines(source)  # read again: reading is cheaper than keeping a copy
+    if lines is None or lines.starts.size != n:
         return None
+    buf, starts, ends = lines
     extra = ""
-    if plan.files > 1 and SOURCE_COLUMN not in _records_schema(plan, source.index).names:
+    if plan.files > 1 and source.index not in layout.own_sources:
         extra = json.dumps(SOURCE_COLUMN) + ": " + json.dumps(source.name, ensure_ascii=False)
     generated = plan.options.id_column is None
     return splice_rows(
