@@ -244,3 +244,24 @@ def test_without_ray_the_message_names_the_extra(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 2
     assert "the Ray engine needs Ray: pip install 'neardup[ray]'" in done.stderr
+
+
+def test_a_repeated_id_names_both_records(tmp_path: Path) -> None:
+    records = planted(300)
+    records[250]["id"] = records[40]["id"]
+    corpus = write_jsonl(tmp_path / "c.jsonl", records)
+    with pytest.raises(InputError) as caught:
+        run_dedup(_ray_job([corpus], tmp_path / "out"))
+    assert caught.value.line == 251
+    assert f"duplicate id 'd40' (first seen at {corpus}:41)" in str(caught.value)
+    with pytest.raises(InputError) as local:  # the local engine's words
+        run_dedup(DedupJob(inputs=[corpus], output_dir=tmp_path / "local", read=ReadOptions(id_column="id")))
+    assert str(local.value) == str(caught.value)
+
+
+def test_an_empty_id_names_its_record(tmp_path: Path) -> None:
+    records = planted(100)
+    records[70]["id"] = None
+    with pytest.raises(InputError, match="id column 'id' is empty") as caught:
+        run_dedup(_ray_job([write_jsonl(tmp_path / "c.jsonl", records)], tmp_path / "out"))
+    assert caught.value.line == 71

@@ -1,9 +1,11 @@
-"""The engine's small compiled loops: characters per document, and gathering ranges."""
+"""The engine's small compiled loops: characters per document, gathering ranges, hashing texts."""
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
+
+from neardup.core.hashing import xxh64_bytes
 
 _PARALLEL_BYTES = 1 << 20  # less text than this is counted on one thread: no thread start-up
 
@@ -57,4 +59,14 @@ def gather_ranges(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -
         for i in range(lengths[k]):
             out[w] = values[s + i]
             w += 1
+    return out
+
+
+@njit(cache=True)
+def text_hashes(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """XXH64 (seed 0) of each text ``data[offsets[i]:offsets[i + 1]]``."""
+    out = np.empty(offsets.size - 1, dtype=np.uint64)
+    seed = np.uint64(0)
+    for i in range(out.size):
+        out[i] = xxh64_bytes(data, offsets[i], offsets[i + 1] - offsets[i], seed)
     return out

@@ -190,6 +190,9 @@ class RayDedup:
         found = self._stage(
             "buckets", list(range(plan.bucket_parts)), partial(tasks.buckets, plan, layout), "buckets"
         )
+        repeats = [f["repeated_id"] for f in found if f.get("repeated_id")]
+        if repeats:  # ids are unique, as the local engine checks: the first repeat is named
+            raise tasks.repeated_id_error(plan, layout, min(repeats, key=lambda r: r["doc"]))
         paired = self._stage("pairs", parts, partial(tasks.unique_pairs, plan, layout), "pairs")
         id_type = layout.id_type
         sets_schema = pa.schema(

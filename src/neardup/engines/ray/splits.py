@@ -293,6 +293,27 @@ def read_rows(split: Split, options: ReadOptions, rows: np.ndarray) -> pa.Table 
     return table
 
 
+def where(split: Split, row: int) -> tuple[str, int | None, int | None]:
+    """The file, line and record number (1-based) of a split's record ``row``, to name it in an
+    error (read again for that alone)."""
+    if split.family == "parquet":
+        fs, path = open_uri(split.path)
+        with fs.open_input_file(path) as source:
+            meta = pq.ParquetFile(source).metadata
+        before = (
+            sum(meta.row_group(g).num_rows for g in range(split.row_groups[0])) if split.row_groups else 0
+        )
+        return split.name, None, before + row + 1
+    data, offset = split_bytes(split)
+    lines = record_lines(split)
+    if lines is None or row >= lines.starts.size:
+        return split.name, None, None
+    skipped = len(data) - lines.buf.size  # a byte-order mark
+    start = int(lines.starts[row]) + skipped
+    before = 0 if split.gzip else _lines_before(split, offset)
+    return split.name, before + data.count(b"\n", 0, start) + 1, None
+
+
 def ids_of(table: pa.Table, options: ReadOptions, first: int) -> pa.Array:
     """The split's ids: its id column, or the generated ``row_id`` from position ``first``."""
     if options.id_column is None:

@@ -31,10 +31,19 @@ from neardup.core.shingles import ShingleSets, shingle_sets
 from neardup.core.sorting import sorted_unique
 from neardup.core.stars import large_star, small_star
 from neardup.core.verify import exact_jaccard_pairs
-from neardup.engines.kernels import gather_ranges
+from neardup.engines.kernels import gather_ranges, text_hashes
 from neardup.engines.ray import shuffle
 from neardup.engines.ray.location import Location
-from neardup.engines.ray.splits import Split, ids_of, read_rows, read_split, record_lines, with_generated_id
+from neardup.engines.ray.splits import (
+    Split,
+    ids_of,
+    read_rows,
+    read_split,
+    record_lines,
+    where,
+    with_generated_id,
+)
+from neardup.errors import InputError
 from neardup.io import ReadOptions
 from neardup.io.inputs import GENERATED_ID, SOURCE_COLUMN
 from neardup.io.jsonl_lines import splice_rows
@@ -151,8 +160,10 @@ def sign(plan: Plan, split_index: int) -> Figures:
         columns["length"] = pa.array(
             char_lengths(batch) if batch is not None else np.empty(0, np.int64), _I64
         )
+    shuffled = 0
     if plan.options.id_column is not None:
         columns["id"] = ids_of(table, plan.options, 0) if rows else pa.array([], pa.null())
+        shuffled += _send_ids(plan, split, columns["id"])
     plan.work.write_parquet(pa.table(columns), *_sig_file(split_index))
     keys = band_keys(sigs, plan.bands, plan.rows)
     eligible = np.flatnonzero(counts > 0)
@@ -171,7 +182,7 @@ def sign(plan: Plan, split_index: int) -> Figures:
             "row": pa.array(np.concatenate(row_col) if row_col else np.empty(0, np.int64), _I64),
         }
     )
-    shuffled = shuffle.write_map(
+    shuffled += shuffle.write_map(
         plan.work, "bands", split_index, np.concatenate(parts) if parts else np.empty(0, np.int64), records
     )
     empty = np.flatnonzero(counts == 0)
@@ -190,6 +201,56 @@ def sign(plan: Plan, split_index: int) -> Figures:
             else None
         ),
     }
+
+
+def _send_ids(plan: Plan, split: Split, ids: pa.Array) -> int:
+    """Send a split's ids, each with its row, to the bucket partition its hash names, where they
+    are checked for repeats; an empty id is an InputError naming its record."""
+    if ids.null_count:
+        first = int(np.flatnonzero(pc.is_null(ids).to_numpy(zero_copy_only=False))[0])
+        path, line, record = where(split, first)
+        raise InputError(
+            f"id column {plan.options.id_column!r} is empty", path=path, line=line, record=record
+        )
+    if len(ids) == 0:
+        return 0
+    text = arrow_to_batch(
+        ids if pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type) else ids.cast(pa.string())
+    )
+    parts = (text_hashes(text.data, text.offsets) % np.uint64(plan.bucket_parts)).astype(np.int64)
+    rows = pa.array(np.arange(len(ids), dtype=np.int64))
+    return shuffle.write_map(plan.work, "ids", split.index, parts, pa.table({"id": ids, "row": rows}))
+
+
+def _repeated_id(plan: Plan, layout: Layout, part: int) -> dict[str, Any] | None:
+    """The first id of a bucket partition's share seen twice: where, and where first."""
+    schema = pa.schema([("id", layout.id_type), ("row", _I64)])
+    table, docs = _split_rows(plan, layout, "ids", part, schema)
+    if table.num_rows < 2:
+        return None
+    codes = pc.dictionary_encode(table.column("id").combine_chunks()).indices.to_numpy(zero_copy_only=False)
+    _, first_index = np.unique(codes, return_index=True)
+    first_of = np.empty(int(codes.max()) + 1, np.int64)
+    first_of[codes[first_index]] = first_index
+    again = np.flatnonzero(first_of[codes] != np.arange(codes.size))
+    if again.size == 0:
+        return None
+    k = int(again[0])
+    return {"doc": int(docs[k]), "first": int(docs[first_of[codes[k]]]), "id": table.column("id")[k].as_py()}
+
+
+def repeated_id_error(plan: Plan, layout: Layout, found: dict[str, Any]) -> InputError:
+    """The error naming a repeated id's record and where the id was first seen, as the local
+    engine words it."""
+    places = []
+    for doc in (found["doc"], found["first"]):
+        s = int(layout.owner(np.array([doc]))[0])
+        places.append(where(plan.splits[s], doc - layout.firsts[s]))
+    (path, line, record), (seen, seen_line, seen_record) = places
+    at = f"{seen}:{seen_line}" if seen_line is not None else f"{seen}: record {seen_record}"
+    return InputError(
+        f"duplicate id {found['id']!r} (first seen at {at})", path=path, line=line, record=record
+    )
 
 
 BAND_SCHEMA = pa.schema([("key", pa.uint64()), ("row", _I64)])
@@ -245,7 +306,8 @@ def buckets(plan: Plan, layout: Layout, part: int) -> Figures:
     shuffled += shuffle.write_map(
         plan.work, "bucket-requests", part, layout.owner(wanted), pa.table({"doc": pa.array(wanted, _I64)})
     )
-    return {"buckets": len(found), "pairs": int(left.size), "shuffled": shuffled}
+    repeated = _repeated_id(plan, layout, part) if plan.options.id_column is not None else None
+    return {"buckets": len(found), "pairs": int(left.size), "shuffled": shuffled, "repeated_id": repeated}
 
 
 # -- 3. verification: a join of each pair with its two documents -----------------------------
