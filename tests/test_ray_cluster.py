@@ -45,6 +45,7 @@ class Cluster:
         self.env = {**os.environ, "RAY_AUTH_MODE": "token"}
         subprocess.run([RAY, "get-auth-token", "--generate"], env=self.env, capture_output=True, check=True)
         self.nodes: list[subprocess.Popen[bytes]] = []
+        self.logs: list[Path] = []
         common = ["--num-cpus", "1", "--object-store-memory", str(150 << 20), "--block"]
         self._start(
             root / "head.log",
@@ -56,6 +57,7 @@ class Cluster:
         self._wait_for(2)
 
     def _start(self, log: Path, args: list[str]) -> None:
+        self.logs.append(log)
         with log.open("wb") as out:
             self.nodes.append(
                 subprocess.Popen(

@@ -265,3 +265,13 @@ def test_an_empty_id_names_its_record(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="id column 'id' is empty") as caught:
         run_dedup(_ray_job([write_jsonl(tmp_path / "c.jsonl", records)], tmp_path / "out"))
     assert caught.value.line == 71
+
+
+def test_a_second_run_replaces_the_tables_and_summary(tmp_path: Path) -> None:
+    corpus = write_jsonl(tmp_path / "c.jsonl", planted(200))
+    out = tmp_path / "out"
+    run_dedup(_ray_job([corpus], out))
+    (out / "notes.txt").write_text("the user's own")
+    summary = run_dedup(_ray_job([corpus], out, outputs="deduped"))
+    assert sorted(p.name for p in out.iterdir()) == ["deduped", "notes.txt", "summary.json"]
+    assert summary["outputs"] == ["deduped"]

@@ -365,9 +365,11 @@ class RayDedup:
         assign_schema: pa.Schema,
         cluster_schema: pa.Schema,
     ) -> None:
+        # summary.json goes first and comes back last: a folder without it is not a finished run's;
+        # the tables not chosen go too, as the local engine removes their files
+        plan.output.delete("summary.json")
         for name in OUTPUT_TABLES:
-            if name in self.outputs:
-                plan.output.delete(name)
+            plan.output.delete(name)
         id_type = layout.id_type
         edge_schema = pa.schema(
             [
