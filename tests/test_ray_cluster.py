@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,6 +40,9 @@ class Cluster:
     """Two Ray nodes started by ``ray start --block``, each in a process group of its own."""
 
     def __init__(self, root: Path) -> None:
+        # Ray's sockets live under the temp dir, and a socket's path may not pass 107 bytes:
+        # pytest's folders under xdist are too deep for it
+        self.temp = tempfile.mkdtemp(prefix="nd-ray-", dir="/tmp")
         self.ip = _node_ip()
         self.port = free_port()
         self.address = f"{self.ip}:{self.port}"
@@ -50,7 +54,7 @@ class Cluster:
         self._start(
             root / "head.log",
             ["start", "--head", "--port", str(self.port), "--include-dashboard", "false",
-             "--temp-dir", str(root / "ray"), *common],
+             "--temp-dir", self.temp, *common],
         )  # fmt: skip
         self._wait_for(1)
         self._start(root / "node.log", ["start", "--address", self.address, *common])
@@ -70,13 +74,19 @@ class Cluster:
             f"import ray; ray.init(address={self.address!r}, log_to_driver=False); "
             "print(sum(1 for n in ray.nodes() if n['Alive']))"
         )
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            done = subprocess.run([sys.executable, "-c", probe], env=self.env, capture_output=True, text=True)
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and all(node.poll() is None for node in self.nodes):
+            try:
+                done = subprocess.run(
+                    [sys.executable, "-c", probe], env=self.env, capture_output=True, text=True, timeout=60
+                )
+            except subprocess.TimeoutExpired:
+                continue
             if done.returncode == 0 and done.stdout.strip().endswith(str(count)):
                 return
             time.sleep(1)
-        pytest.fail(f"the Ray cluster at {self.address} did not reach {count} nodes", pytrace=False)
+        logs = "\n".join(log.read_text(errors="replace")[-1500:] for log in self.logs)
+        pytest.fail(f"the Ray cluster at {self.address} did not reach {count} nodes:\n{logs}", pytrace=False)
 
     def busy_worker(self) -> psutil.Process | None:
         """A worker process of this cluster running a task (its title names the operator; its
@@ -106,7 +116,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield started
     finally:
         started.stop()
-        shutil.rmtree(root / "ray", ignore_errors=True)
+        shutil.rmtree(started.temp, ignore_errors=True)
 
 
 def _corpus(tmp: Path) -> Path:
