@@ -8,7 +8,7 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -51,25 +51,47 @@ def running_redis(workdir: Path, *extra: str) -> Iterator[int]:
         pytest.skip(message)
     port = free_port()
     args = [exe, "--save", "", "--appendonly", "no", "--port", str(port), "--bind", "127.0.0.1", *extra]
-    log = open(workdir / "redis.log", "wb")  # noqa: SIM115 -- closed after the server stops
-    proc = subprocess.Popen(args, cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 20.0
-        while not _answers(port):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.flush()
-                output = (workdir / "redis.log").read_text(errors="replace")[-2000:]
-                pytest.fail(f"redis-server on port {port} did not start:\n{output}", pytrace=False)
-            time.sleep(0.05)
+    with running_server(
+        args,
+        log=workdir / "redis.log",
+        up=lambda: _answers(port),
+        what=f"redis-server on port {port}",
+        cwd=workdir,
+    ):
         yield port
-    finally:
-        proc.terminate()
+
+
+@contextmanager
+def running_server(
+    args: list[str],
+    *,
+    log: Path,
+    up: Callable[[], bool],
+    what: str,
+    cwd: Path | None = None,
+    wait: float = 30.0,
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A server process of ``args`` (its output in ``log``), once ``up()`` says it answers; it is
+    stopped after. One that exits or does not answer within ``wait`` seconds fails the test with
+    the end of its log."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(args, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+            deadline = time.monotonic() + wait
+            while not up():
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    out.flush()
+                    output = log.read_text(errors="replace")[-2000:]
+                    pytest.fail(f"{what} did not start:\n{output}", pytrace=False)
+                time.sleep(0.05)
+            yield proc
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 @pytest.fixture(scope="session")

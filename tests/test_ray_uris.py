@@ -7,9 +7,7 @@ files; the only difference is ``source_file``, which names each file as the Ray 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -22,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import RAY_GROUP, free_port
+from conftest import RAY_GROUP, free_port, running_server
 from neardup.errors import InputError, OutputError
 from neardup.io import ReadOptions
 from neardup.jobs import DedupJob, RayOptions, run_dedup
@@ -217,26 +215,10 @@ def moto_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """The port of a moto S3 server on 127.0.0.1, started for this module and stopped after."""
     pytest.importorskip("moto.server", reason="the S3 tests need moto[server] (a dev dependency)")
     port = free_port()
-    log_path = tmp_path_factory.mktemp("moto") / "moto.log"
-    with log_path.open("wb") as log:
-        args = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
-        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            deadline = time.monotonic() + 30.0
-            while not _answers(port):
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    log.flush()
-                    output = log_path.read_text(errors="replace")[-2000:]
-                    pytest.fail(f"moto server on port {port} did not start:\n{output}", pytrace=False)
-                time.sleep(0.05)
-            yield port
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    args = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    log = tmp_path_factory.mktemp("moto") / "moto.log"
+    with running_server(args, log=log, up=lambda: _answers(port), what=f"moto server on port {port}"):
+        yield port
 
 
 @pytest.fixture
