@@ -80,9 +80,6 @@ class Location:
     def exists(self, *parts: str) -> bool:
         return bool(self.fs.get_file_info(self.path(*parts)).type != pafs.FileType.NotFound)
 
-    def size(self, *parts: str) -> int:
-        return int(self.fs.get_file_info(self.path(*parts)).size or 0)
-
     def make_dirs(self, *parts: str) -> None:
         self.fs.create_dir(self.path(*parts), recursive=True)
 
@@ -93,11 +90,6 @@ class Location:
             self.fs.delete_dir(info.path)
         elif info.type == pafs.FileType.File:
             self.fs.delete_file(info.path)
-
-    def open_output(self, *parts: str) -> Any:
-        """A stream writing a new file; on a local disk the caller's file appears whole on
-        :meth:`publish` (see :meth:`write_bytes`)."""
-        return self.fs.open_output_stream(self.path(*parts))
 
     def write_bytes(self, data: bytes, *parts: str) -> None:
         """Write a file whole: on a local disk through a temporary name and a rename, so a task
@@ -157,10 +149,3 @@ class Location:
     def read_parquet(self, *parts: str, columns: list[str] | None = None) -> pa.Table:
         with self.fs.open_input_file(self.path(*parts)) as source:
             return pq.read_table(source, columns=columns)
-
-    def listing(self, *parts: str) -> list[str]:
-        """The names of the files directly in a folder, sorted (none when it is not there)."""
-        if not self.exists(*parts):
-            return []
-        infos = self.fs.get_file_info(pafs.FileSelector(self.path(*parts)))
-        return sorted(i.base_name for i in infos if i.type == pafs.FileType.File)

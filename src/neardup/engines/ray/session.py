@@ -17,19 +17,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pyarrow as pa
+
 from neardup.errors import ConfigError, NeardupError
 
 OBJECT_STORE_BYTES = 256 << 20
 """The object store of a local-mode run: it holds task descriptions and figures, not data."""
 
 
-def _result_schema() -> Any:
-    import pyarrow as pa
-
-    return pa.schema([("k", pa.int64()), ("figures", pa.string()), ("error", pa.binary())])
-
-
-_RESULT = _result_schema()
+_RESULT = pa.schema([("k", pa.int64()), ("figures", pa.string()), ("error", pa.binary())])
+"""A task's answer: its item, its figures (JSON), or the error it raised (pickled)."""
 
 
 def require_ray() -> Any:
@@ -109,8 +106,6 @@ def run_tasks(
     if not items:
         return []
     ray = require_ray()
-    import pyarrow as pa
-
     rows = [{"k": k} for k in range(len(items))]
 
     def call(batch: pa.Table) -> pa.Table:

@@ -31,6 +31,7 @@ from neardup.core.shingles import ShingleSets, shingle_sets
 from neardup.core.sorting import sorted_unique
 from neardup.core.stars import large_star, small_star
 from neardup.core.verify import exact_jaccard_pairs
+from neardup.engines.candidates import pack, unpack
 from neardup.engines.kernels import gather_ranges, text_hashes
 from neardup.engines.ray import shuffle
 from neardup.engines.ray.location import Location
@@ -100,13 +101,6 @@ class Layout:
     def part(self, docs: np.ndarray, partitions: int) -> np.ndarray:
         """The document-range partition of each document."""
         return (np.asarray(docs, np.int64) * partitions) // max(1, self.n)
-
-    def docs_of(self, part: int, partitions: int) -> tuple[int, int]:
-        """The documents ``[lo, hi)`` of a document-range partition."""
-        n = self.n
-        lo = -(-part * n // partitions)
-        hi = -(-(part + 1) * n // partitions)
-        return lo, hi
 
 
 def _sig_file(split: int) -> tuple[str, str]:
@@ -319,9 +313,7 @@ def unique_pairs(plan: Plan, layout: Layout, part: int) -> Figures:
     and the documents they need, asked of the splits that hold them."""
     table = shuffle.read_part(plan.work, "candidates", range(plan.bucket_parts), part, PAIR_SCHEMA)
     left, right = table.column("left").to_numpy(), table.column("right").to_numpy()
-    packed = sorted_unique((left.astype(np.uint64) << np.uint64(32)) | right.astype(np.uint64))
-    left = (packed >> np.uint64(32)).astype(np.int64)
-    right = (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    left, right = unpack(sorted_unique(pack(left, right)))
     plan.work.write_parquet(pa.table({"left": left, "right": right}), *_part_file("pairs", part))
     wanted = sorted_unique(np.concatenate((left, right))) if left.size else np.empty(0, np.int64)
     shuffled = shuffle.write_map(
