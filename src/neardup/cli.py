@@ -344,6 +344,11 @@ def _index_settings_options(f: Any) -> Any:
     help="With --engine ray: bytes of input one task reads (JSON Lines; Parquet splits by row "
     "groups up to it); never a different result.  [default: 32MiB]",
 )
+@click.option(
+    "--report",
+    is_flag=True,
+    help="Also write OUTPUT_DIR/report.html, the run's report (needs pip install 'neardup[report]').",
+)
 @_quiet
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to standard output.")
 def dedup(
@@ -384,6 +389,7 @@ def dedup(
     ray_address: str | None,
     partitions: int | None,
     split_size: str | None,
+    report: bool,
     quiet: bool,
     as_json: bool,
 ) -> None:
@@ -479,6 +485,7 @@ def dedup(
             ray=RayOptions(address=ray_address, partitions=partitions, split_bytes=split_size or SPLIT_BYTES)
             if on_ray
             else None,
+            report=report,
         )
         job.config()  # settings are checked before anything is read
         MemoryBudget.of(memory_limit, work_memory)
@@ -818,4 +825,5 @@ if __name__ == "__main__":  # pragma: no cover
 
 
 from neardup import cli_index as _cli_index  # noqa: E402, F401  (registers the index commands)
+from neardup import cli_report as _cli_report  # noqa: E402, F401  (registers report)
 from neardup import cli_service as _cli_service  # noqa: E402, F401  (registers serve and check)

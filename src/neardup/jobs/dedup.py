@@ -67,6 +67,8 @@ class DedupJob:
     resume: bool = True
     engine: Literal["local", "ray"] = "local"
     ray: RayOptions | None = None
+    report: bool = False
+    """Also write ``report.html`` (:func:`neardup.report.write_report`) into the output folder."""
 
     def config(self) -> DedupConfig:
         """The settings as a validated config (without an index's)."""
@@ -126,6 +128,28 @@ def run_dedup(job: DedupJob, events: RunEvents | None = None) -> dict[str, Any]:
     ('in-memory', True)
     """
     events = events or RunEvents()
+    if job.report:
+        _check_report(job)
+    summary = _run_engine(job, events)
+    if job.report:
+        from neardup.report import write_report
+
+        events.note(f"report written to {write_report(job.output_dir)}")
+    return summary
+
+
+def _check_report(job: DedupJob) -> None:
+    """A report needs its extra and a local output folder: said before the run, not after."""
+    from neardup.report.html import plotly_bundle
+
+    if "://" in str(job.output_dir):
+        raise ConfigError(
+            "report needs a local output folder; copy the outputs and run neardup report on the copy"
+        )
+    plotly_bundle()
+
+
+def _run_engine(job: DedupJob, events: RunEvents) -> dict[str, Any]:
     if job.engine == "ray":
         return on_ray(job, events)
     if job.engine != "local":
