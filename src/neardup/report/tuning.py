@@ -13,9 +13,10 @@ them and is scored (:func:`~neardup.report.metrics.pair_scores` and
 verification on, empty documents unmatched).
 
 The recommended point has the best pair F1 among the points whose pair precision reaches the
-floor; ties go to the higher threshold (stricter), then the smaller n (cheaper shingles), then the
-earlier point in the grid's order. With no point on the floor there is no recommendation: the
-result names the most precise point as the ``fallback`` and says why.
+floor; ties go to the higher threshold (stricter), then word shingles over character ones (far
+fewer shingles a document), then the smaller n, then the earlier point in the grid's order. With
+no point on the floor there is no recommendation: the result names the most precise point (ties
+as above) as the ``fallback`` and says why.
 """
 
 from __future__ import annotations
@@ -615,9 +616,9 @@ def _choose(
 ) -> tuple[TunePoint | None, TunePoint, TunePoint | None, str | None]:
     """(recommended, best, fallback, reason) of the points, as the module docstring says."""
 
-    def by_f1(k: int) -> tuple[float, float, int, int]:
+    def by_f1(k: int) -> tuple[float, float, bool, int, int]:
         p = points[k]
-        return (p.pair_f1, p.threshold, -p.ngram, -k)
+        return (p.pair_f1, p.threshold, p.shingle == "word", -p.ngram, -k)
 
     best = points[max(range(len(points)), key=by_f1)]
     eligible = [k for k, p in enumerate(points) if p.pair_precision >= min_precision]
