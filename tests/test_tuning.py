@@ -141,11 +141,11 @@ def test_signatures_are_computed_once_per_feature_setting(
     features = len(SMALL.feature_settings())
     assert len(calls) == features == 6 and result.signature_computations == features
     # exact Jaccard once per unique pair of each feature setting, not once per threshold
-    assert sum(verified) == result.verified_pairs == sum(s.unique_pairs for s in result.settings)
+    assert sum(verified) == result.jaccard_computations == sum(s.unique_pairs for s in result.settings)
     for s in result.settings:
         assert s.unique_pairs <= sum(p.candidate_pairs for p in s.points)
         assert s.unique_pairs == max(p.candidate_pairs for p in s.points)  # lower thresholds find more
-    assert result.verified_pairs < sum(p.candidate_pairs for p in result.points)
+    assert result.jaccard_computations < sum(p.candidate_pairs for p in result.points)
 
 
 @pytest.mark.parametrize(
@@ -199,7 +199,8 @@ def test_no_point_on_the_floor_gives_a_fallback_and_a_reason() -> None:
     assert result.recommended is None
     assert result.fallback is not None and result.fallback.pair_precision == 0.0
     assert result.fallback.threshold == 0.8  # equal precision and F1: the higher threshold
-    assert result.reason is not None and "no setting reached pair precision 0.5" in result.reason
+    assert result.reason is not None
+    assert "no setting that finds true pairs reached pair precision 0.5" in result.reason
     out = result.to_dict()
     assert out["recommended"] is None and out["fallback"]["threshold"] == 0.8
     json.dumps(out)
@@ -255,6 +256,17 @@ def test_ties_among_made_up_points() -> None:
     assert recommended is points[3] and best is points[5] and fallback is None and reason is None
     recommended, best, fallback, reason = tuning._choose(points, 0.99)
     assert recommended is None and fallback is points[3] and reason is not None
+
+
+def test_a_point_that_finds_nothing_is_not_recommended() -> None:
+    nothing = point(DEFAULT, threshold=0.9, true_pairs=10, pair_recall=0.0, pair_f1=0.0)
+    some = point(DEFAULT, threshold=0.5, true_pairs=10, pair_precision=0.5, pair_f1=0.4)
+    recommended, _, fallback, reason = tuning._choose([nothing, some], 0.9)
+    assert recommended is None and fallback is some and reason is not None
+    # two texts called one group that share nothing: no setting finds the pair
+    result = tune(["alpha beta gamma delta", "one two three four"], np.array([0, 0]), grid=SMALL)
+    assert result.recommended is None and result.fallback is not None
+    assert result.reason is not None and result.reason.startswith("no setting found a single true pair")
 
 
 def test_command_args_name_only_what_differs() -> None:

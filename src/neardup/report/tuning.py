@@ -16,7 +16,9 @@ The recommended point has the best pair F1 among the points whose pair precision
 floor; ties go to the higher threshold (stricter), then word shingles over character ones (far
 fewer shingles a document), then the smaller n, then the earlier point in the grid's order. With
 no point on the floor there is no recommendation: the result names the most precise point (ties
-as above) as the ``fallback`` and says why.
+as above) as the ``fallback`` and says why. A point that finds no true pair (pair F1 0) is never
+recommended nor the fallback, though its precision is 1.0 by convention (nothing claimed), unless
+there are no true pairs at all, or every point is such a point.
 """
 
 from __future__ import annotations
@@ -287,8 +289,8 @@ class TuneResult:
     ``recommended`` is the best pair F1 at or above ``min_precision`` (None when no point gets
     there: then ``fallback`` is the most precise point and ``reason`` says so); ``best`` is the
     best pair F1 of all, floor or not. ``signature_computations`` counts the signature passes
-    (one per feature setting), ``verified_pairs`` the pairs whose exact Jaccard was computed (each
-    unique pair once per feature setting)."""
+    (one per feature setting), ``jaccard_computations`` the pairs whose exact Jaccard was computed
+    (each unique candidate pair once per feature setting)."""
 
     rows: int
     true_pairs: int
@@ -302,7 +304,7 @@ class TuneResult:
     fallback: TunePoint | None
     reason: str | None
     signature_computations: int
-    verified_pairs: int
+    jaccard_computations: int
     seconds: float
 
     @property
@@ -320,7 +322,7 @@ class TuneResult:
             "seed": self.seed,
             "grid": self.grid.to_dict(),
             "signature_computations": self.signature_computations,
-            "verified_pairs": self.verified_pairs,
+            "jaccard_computations": self.jaccard_computations,
             "seconds": round(self.seconds, 4),
             "recommended": self.recommended.to_dict() if self.recommended else None,
             "best": self.best.to_dict(),
@@ -458,7 +460,7 @@ def tune(
         fallback=fallback,
         reason=reason,
         signature_computations=signature_computations,
-        verified_pairs=verified,
+        jaccard_computations=verified,
         seconds=time.perf_counter() - started,
     )
 
@@ -621,13 +623,20 @@ def _choose(
         return (p.pair_f1, p.threshold, p.shingle == "word", -p.ngram, -k)
 
     best = points[max(range(len(points)), key=by_f1)]
-    eligible = [k for k, p in enumerate(points) if p.pair_precision >= min_precision]
+    # a point that finds no true pair has precision 1.0 by convention, and nothing to recommend it
+    useful = [k for k, p in enumerate(points) if p.pair_f1 > 0 or p.true_pairs == 0]
+    eligible = [k for k in useful if points[k].pair_precision >= min_precision]
     if eligible:
         return points[max(eligible, key=by_f1)], best, None, None
-    fallback = points[max(range(len(points)), key=lambda k: (points[k].pair_precision, *by_f1(k)))]
-    reason = (
-        f"no setting reached pair precision {min_precision}: the most precise, "
-        f"{fallback.describe()}, has {fallback.pair_precision:.4f} (pair F1 {fallback.pair_f1:.4f}); "
-        "lower --min-precision or widen the grid (higher thresholds, longer shingles)"
-    )
+    pool = useful or list(range(len(points)))
+    fallback = points[max(pool, key=lambda k: (points[k].pair_precision, *by_f1(k)))]
+    if not useful:
+        found = "no setting found a single true pair"
+    else:
+        found = (
+            f"no setting that finds true pairs reached pair precision {min_precision}: the most "
+            f"precise, {fallback.describe()}, has {fallback.pair_precision:.4f} "
+            f"(pair F1 {fallback.pair_f1:.4f})"
+        )
+    reason = f"{found}; lower --min-precision or widen the grid (higher thresholds, longer shingles)"
     return None, best, fallback, reason
