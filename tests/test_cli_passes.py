@@ -339,14 +339,14 @@ def test_verification_gathers_the_text_of_many_chunks_a_slice_at_a_time(
     assert np.array_equal(got.clusters.cluster, want.clusters.cluster)
 
 
-def test_verification_in_blocks_of_pairs_gives_the_exact_jaccard_of_every_pair(
+def test_verification_in_blocks_of_pairs_gives_theexact_jaccard_in_blocks_of_every_pair(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from neardup.config import DedupConfig
     from neardup.core.shingles import shingle_sets
     from neardup.core.text import encode_texts
     from neardup.core.verify import exact_jaccard_pairs
-    from neardup.pipeline import _exact_jaccard
+    from neardup.pipeline import exact_jaccard_in_blocks
 
     texts = [str(r["text"]) for r in planted_corpus(400, dup_fraction=0.5, seed=23)]
     config = DedupConfig.create(threshold=0.5)
@@ -361,11 +361,11 @@ def test_verification_in_blocks_of_pairs_gives_the_exact_jaccard_of_every_pair(
 
     asked: list[np.ndarray] = []
     counts = candidates.shingle_counts
-    want = _exact_jaccard(left, right, counts, sets_of)  # one block: every pair at once
+    want = exact_jaccard_in_blocks(left, right, counts, sets_of)  # one block: every pair at once
     assert len(asked) == 1 and left.size > 60
     monkeypatch.setattr(neardup.pipeline, "VERIFY_PAIRS", 7)
     asked = []
-    got = _exact_jaccard(left, right, counts, sets_of)
+    got = exact_jaccard_in_blocks(left, right, counts, sets_of)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(want, exact_jaccard_pairs(sets_of(np.arange(n)), n, left, right))
     asked.pop()
@@ -378,7 +378,7 @@ def test_verification_in_blocks_of_pairs_gives_the_exact_jaccard_of_every_pair(
     monkeypatch.setattr(neardup.pipeline, "VERIFY_PAIRS", 1000)
     monkeypatch.setattr(neardup.pipeline, "VERIFY_SHINGLES", budget)
     asked = []
-    np.testing.assert_array_equal(_exact_jaccard(left, right, counts, sets_of), want)
+    np.testing.assert_array_equal(exact_jaccard_in_blocks(left, right, counts, sets_of), want)
     assert len(asked) > 10 and max(int(counts[a].sum()) for a in asked) <= budget
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from neardup import pipeline
 from neardup.cli import main
 from neardup.core import verify
 from neardup.core.minhash import MinHasher
@@ -136,7 +137,7 @@ def test_signatures_are_computed_once_per_feature_setting(
         return exact(sets, n, left, right)  # type: ignore[arg-type]
 
     monkeypatch.setattr(MinHasher, "signatures_with_counts", counted)
-    monkeypatch.setattr(tuning, "exact_jaccard_pairs", counted_exact)
+    monkeypatch.setattr(pipeline, "exact_jaccard_pairs", counted_exact)
     result = tune(texts, truth, grid=SMALL)
     features = len(SMALL.feature_settings())
     assert len(calls) == features == 6 and result.signature_computations == features

@@ -332,7 +332,7 @@ def _decide(
     if cfg.verify:
         with clock.stage("verify"):
             report("verify", 0, candidate_count)
-            jaccard = _exact_jaccard(left, right, counts, shingle_sets_of)
+            jaccard = exact_jaccard_in_blocks(left, right, counts, shingle_sets_of)
             ok = jaccard >= cfg.lsh.threshold
             left, right, jaccard, estimated = left[ok], right[ok], jaccard[ok], estimated[ok]
             report("verify", candidate_count, candidate_count)
@@ -374,7 +374,7 @@ VERIFY_SHINGLES = 1 << 22
 however long the documents are (a pair heavier than this is a block of its own)."""
 
 
-def _exact_jaccard(
+def exact_jaccard_in_blocks(
     left: np.ndarray,
     right: np.ndarray,
     counts: np.ndarray,

@@ -30,8 +30,7 @@ from neardup.core.lsh import Buckets, candidate_pairs
 from neardup.core.minhash import MinHasher
 from neardup.core.params import candidate_probability
 from neardup.core.shingles import shingle_sets
-from neardup.core.verify import exact_jaccard_pairs
-from neardup.pipeline import arrow_to_batch
+from neardup.pipeline import arrow_to_batch, exact_jaccard_in_blocks
 from neardup.report.diff import pair_diff, tokens_of
 from neardup.report.tables import as_strings, read_summary, read_table
 
@@ -161,16 +160,20 @@ class _Run:
 
 
 def _exact(run: _Run, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """Exact Jaccard of pairs of rows, from their texts with the run's settings."""
+    """Exact Jaccard of pairs of rows, from their texts with the run's settings (in the
+    pipeline's verification blocks: one block's shingle sets held at a time)."""
     if left.size == 0 or run.texts is None:
         return np.full(left.size, np.nan)
     docs, inverse = np.unique(np.concatenate((left, right)), return_inverse=True)
     batch = arrow_to_batch(run.texts.take(pa.array(docs, pa.int64())))
     cfg = run.config
     _, counts = MinHasher(cfg.minhash, cfg.text, cfg.shingle).signatures_with_counts(batch)
-    sets = shingle_sets(batch, np.arange(docs.size, dtype=np.int64), counts, cfg.text, cfg.shingle)
-    jaccard: np.ndarray = exact_jaccard_pairs(sets, docs.size, inverse[: left.size], inverse[left.size :])
-    return jaccard
+    return exact_jaccard_in_blocks(
+        inverse[: left.size],
+        inverse[left.size :],
+        counts,
+        lambda some: shingle_sets(batch, some, counts, cfg.text, cfg.shingle),
+    )
 
 
 def _pack(left: np.ndarray, right: np.ndarray) -> np.ndarray:

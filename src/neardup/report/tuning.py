@@ -39,16 +39,15 @@ from neardup.config import (
     ShingleMode,
     TextConfig,
 )
-from neardup.core.clusters import assign_clusters, components
+from neardup.core.clusters import assign_clusters
 from neardup.core.lsh import band_keys, build_buckets, candidate_pairs
 from neardup.core.minhash import MinHasher
 from neardup.core.params import lsh_shape
 from neardup.core.shingles import shingle_sets
 from neardup.core.sorting import sorted_unique
 from neardup.core.text import TextBatch, encode_texts
-from neardup.core.verify import exact_jaccard_pairs
 from neardup.errors import ConfigError, InputError
-from neardup.pipeline import VERIFY_PAIRS, VERIFY_SHINGLES, Progress, budgeted_blocks
+from neardup.pipeline import Progress, exact_jaccard_in_blocks
 from neardup.report.metrics import pair_scores, removal_scores, singletons_apart
 
 _DEFAULTS = DedupConfig()
@@ -531,7 +530,9 @@ def _sweep_feature(
     with _Timer() as verify_time:
         union = sorted_unique(np.concatenate(packed_of)) if packed_of else np.zeros(0, np.uint64)
         u_left, u_right = _unpack(union)
-        jaccard = _exact_jaccard(batch, u_left, u_right, counts, text, shingle)
+        jaccard = exact_jaccard_in_blocks(
+            u_left, u_right, counts, lambda docs: shingle_sets(batch, docs, counts, text, shingle)
+        )
     report("verify", index + 1, of)
 
     points = []
@@ -587,30 +588,6 @@ def _pack(left: np.ndarray, right: np.ndarray) -> np.ndarray:
 
 def _unpack(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (packed >> np.uint64(32)).astype(np.int64), (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)
-
-
-def _exact_jaccard(
-    batch: TextBatch,
-    left: np.ndarray,
-    right: np.ndarray,
-    counts: np.ndarray,
-    text: TextConfig,
-    shingle: ShingleConfig,
-) -> np.ndarray:
-    """Exact Jaccard of each pair, in the pipeline's verification blocks (a component's pairs
-    together, at most ``VERIFY_PAIRS`` pairs and ``VERIFY_SHINGLES`` shingles a block), so a
-    sweep over a large sample holds one block's shingle sets at a time."""
-    n = int(counts.size)
-    out = np.empty(left.size, dtype=np.float64)
-    order = np.argsort(components(n, left, right)[left], kind="stable")
-    weights = counts[left[order]] + counts[right[order]]
-    for lo, hi in budgeted_blocks(weights, VERIFY_PAIRS, VERIFY_SHINGLES):
-        block = order[lo:hi]
-        some_left, some_right = left[block], right[block]
-        docs = sorted_unique(np.concatenate((some_left, some_right)))
-        sets = shingle_sets(batch, docs, counts, text, shingle)
-        out[block] = exact_jaccard_pairs(sets, n, some_left, some_right)
-    return out
 
 
 def _choose(
