@@ -35,13 +35,13 @@ def read_summary(out_dir: str | Path) -> dict[str, Any]:
         summary = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(
-            f"{out_dir}: no summary.json: not the output folder of a finished neardup dedup run",
+            "no summary.json: not the output folder of a finished neardup dedup run",
             path=str(out_dir),
         ) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path}: cannot read the run's summary: {exc}", path=str(path)) from exc
+        raise InputError(f"cannot read the run's summary: {exc}", path=str(path)) from exc
     if not isinstance(summary, dict):
-        raise InputError(f"{path}: not a neardup summary (no JSON object)", path=str(path))
+        raise InputError("not a neardup summary (no JSON object)", path=str(path))
     return summary
 
 
@@ -83,7 +83,7 @@ def read_table(
     try:
         table = pa.concat_tables(pieces, promote_options="permissive")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise InputError(f"{out_dir}: the parts of {name} do not agree: {exc}", path=str(out_dir)) from exc
+        raise InputError(f"the parts of {name} do not agree: {exc}", path=str(out_dir)) from exc
     for column in string_columns:
         if column in table.column_names:
             table = table.set_column(
@@ -117,7 +117,7 @@ def _read_file(path: Path, columns: list[str] | None, strings: tuple[str, ...]) 
             )
         table = pajson.read_json(path)
     except (OSError, UnicodeDecodeError, csv.Error, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise InputError(f"{path}: cannot read this output table: {exc}", path=str(path)) from exc
+        raise InputError(f"cannot read this output table: {exc}", path=str(path)) from exc
     if columns is not None:
         table = table.select([c for c in columns if c in table.column_names])
     return table
@@ -168,13 +168,13 @@ def read_assignment(out_dir: str | Path, summary: dict[str, Any] | None = None) 
     table = read_table(out_dir, "annotated", wanted, string_columns=(id_column, "representative"))
     if table is None:
         raise InputError(
-            f"{out_dir}: the run did not write annotated, which this needs; "
+            "the run did not write annotated, which this needs; "
             "run neardup dedup again with annotated in --outputs",
             path=str(out_dir),
         )
     missing = [c for c in wanted if c not in table.column_names]
     if missing:
-        raise InputError(f"{out_dir}: annotated has no column {missing[0]!r}", path=str(out_dir))
+        raise InputError(f"annotated has no column {missing[0]!r}", path=str(out_dir))
     cluster = table.column("cluster_id")
     if not pa.types.is_integer(cluster.type):
         cluster = pc.cast(pc.if_else(pc.equal(cluster, ""), None, cluster), pa.int64())
