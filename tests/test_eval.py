@@ -415,6 +415,7 @@ def test_the_table_shows_the_figures(classic: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     lines = [" ".join(line.strip("│┃ ").split()) for line in result.stdout.splitlines()]
     for expected in (
+        "Truth form │ a group per row",
         "Rows evaluated │ 6 of 6",
         "True pairs │ 3",
         "Predicted pairs │ 6",
@@ -504,3 +505,18 @@ def test_help_names_the_options() -> None:
         "--json",
     ):
         assert option in result.stdout
+
+
+def test_the_tables_fit_80_columns(classic: Path, tmp_path: Path) -> None:
+    """A long truth path folds rather than being cut, and no line passes 80 columns."""
+    folder = tmp_path / ("a-rather-long-folder-name-" * 3)
+    folder.mkdir()
+    truth = write_csv(folder / "pairs.csv", "id_a,id_b,category\nd1,d2,a-category-name\nd3,d4,b\nd1,zz,b\n")
+    done = CliRunner(env={"COLUMNS": "80"}).invoke(main, ["eval", str(classic), "--truth", str(truth)])
+    assert done.exit_code == 0, done.output
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, done.stdout
+    assert "…" not in done.stdout
+    shown = "".join(line.split("│")[2].strip() for line in lines if line.startswith("│"))
+    assert str(truth) in shown
+    assert "Truth pairs not in the run" in done.stdout and "duplicate pairs" in done.stdout

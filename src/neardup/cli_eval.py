@@ -72,7 +72,8 @@ def _scores_table(e: dict[str, Any], truth_file: str) -> Table:
     table.add_column("value", justify="right", overflow="fold")
     evaluated = f"{e['rows_evaluated']:,} of {e['run_rows']:,}"
     rows = [
-        ("Truth", f"{truth_file} ({e['truth_form']})"),
+        ("Truth", truth_file),
+        ("Truth form", "a group per row" if e["truth_form"] == "groups" else "duplicate pairs"),
         ("Rows evaluated", evaluated),
         ("Run rows without truth", f"{e['run_rows_without_truth']:,}"),
         ("Truth ids not in the run", f"{e['truth_ids_not_in_run']:,}"),
