@@ -247,6 +247,15 @@ def test_ids_of_mixed_types_compare_as_text(classic: Path, tmp_path: Path) -> No
     assert (e.rows_evaluated, e.true_pairs, e.truth_ids_not_in_run) == (2, 1, 1)
 
 
+def test_csv_ids_are_read_as_written(tmp_path: Path) -> None:
+    """007 stays 007 (not the number 7), past a byte-order mark and Windows line ends."""
+    path = tmp_path / "t.csv"
+    path.write_bytes(b"\xef\xbb\xbfid,group\r\n007,1\r\n7,1\r\n")
+    truth = read_truth(path)
+    assert truth.ids.to_pylist() == ["007", "7"] and truth.groups is not None
+    assert truth.groups.tolist() == [0, 0]
+
+
 def test_parquet_truth(classic: Path, tmp_path: Path) -> None:
     path = tmp_path / "t.parquet"
     pq.write_table(pa.table({"doc": list(GROUPS), "label": list(GROUPS.values())}), path)

@@ -270,7 +270,7 @@ def _read(path: Path, fmt: str) -> pa.Table:
         if fmt == "parquet":
             return pq.read_table(path)
         if fmt == "csv":
-            with path.open(newline="", encoding="utf-8") as fh:
+            with path.open(newline="", encoding="utf-8-sig") as fh:  # Arrow skips a BOM too
                 header = next(csv.reader(fh), [])
             return pacsv.read_csv(
                 path,
