@@ -824,6 +824,7 @@ if __name__ == "__main__":  # pragma: no cover
     run()
 
 
+from neardup import cli_eval as _cli_eval  # noqa: E402, F401  (registers eval)
 from neardup import cli_index as _cli_index  # noqa: E402, F401  (registers the index commands)
 from neardup import cli_report as _cli_report  # noqa: E402, F401  (registers report)
 from neardup import cli_service as _cli_service  # noqa: E402, F401  (registers serve and check)
