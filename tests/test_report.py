@@ -9,7 +9,6 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner, Result
-from report_helpers import CHAIN_FLAGS, EDITED, WORDS, chain_records, write_jsonl
 
 from neardup.cli import main
 from neardup.report import write_report
@@ -18,6 +17,7 @@ from neardup.report.data import ReportLimits, build_report
 from neardup.report.diff import pair_diff, runs
 from neardup.report.html import render_report
 from neardup.report.tables import read_table
+from report_helpers import CHAIN_FLAGS, EDITED, WORDS, chain_records, write_jsonl
 
 
 def run(*args: str | Path) -> Result:
@@ -95,12 +95,16 @@ def test_the_diff_of_the_light_edit_shows_the_replaced_words(chain_run: Path) ->
 
 
 def test_pair_diff_marks_tokens_inside_shared_ngrams() -> None:
-    d = pair_diff("a b c d e".split(), "a b x d e".split(), 2)
+    d = pair_diff(["a", "b", "c", "d", "e"], ["a", "b", "x", "d", "e"], 2)
     assert d.ops == [("equal", 0, 2, 0, 2), ("replace", 2, 3, 2, 3), ("equal", 3, 5, 3, 5)]
     assert d.shared_a.tolist() == [True, True, False, True, True]
-    moved = pair_diff("a b c d".split(), "c d a b".split(), 2)  # shared shingles need no alignment
+    moved = pair_diff(["a", "b", "c", "d"], ["c", "d", "a", "b"], 2)  # shared shingles need no alignment
     assert moved.shared_a.all() and moved.shared_b.all()
-    assert pair_diff([], ["a"], 3).to_dict() == {"ops": [["insert", 0, 0, 0, 1]], "shared_a": [], "shared_b": [1]}
+    assert pair_diff([], ["a"], 3).to_dict() == {
+        "ops": [["insert", 0, 0, 0, 1]],
+        "shared_a": [],
+        "shared_b": [1],
+    }
     assert runs(pair_diff(["a"], ["a"], 3).shared_a) == [0, 1]  # shorter than n: the text is its shingle
 
 
@@ -170,7 +174,10 @@ def test_the_page_is_self_contained_and_escapes_the_corpus(tmp_path: Path) -> No
     assert run("dedup", corpus, "-o", tmp_path / "out", "--id-column", "id", "-q").exit_code == 0
     page = render_report(build_report(tmp_path / "out"))
     assert "alert(1)" in page and "<script>alert(1)" not in page
-    assert "http://" not in page.split("<script>")[0] and "src=" not in page.split("<body>")[1].split("<script")[0]
+    assert (
+        "http://" not in page.split("<script>")[0]
+        and "src=" not in page.split("<body>")[1].split("<script")[0]
+    )
     assert "default-src 'none'" in page
 
 
@@ -186,7 +193,9 @@ def test_report_command_writes_the_page(chain_run: Path, tmp_path: Path) -> None
 def test_report_command_errors(tmp_path: Path) -> None:
     done = run("report", tmp_path / "missing")
     assert done.exit_code == 1
-    assert f"{tmp_path / 'missing'}: no summary.json: not the output folder of a finished neardup" in done.output
+    assert (
+        f"{tmp_path / 'missing'}: no summary.json: not the output folder of a finished neardup" in done.output
+    )
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "summary.json").write_text("{not json")
     done = run("report", tmp_path / "bad")

@@ -660,6 +660,7 @@ def _progress(console: Console) -> Iterator[Any]:
         "write": "Writing outputs",
         "pages": "Copying pages",
         "documents": "Copying documents",
+        "points": "Settings scored",
     }
     bar = Progress(
         TextColumn("{task.description:<20}"),

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 from rich.console import Console
@@ -11,26 +12,59 @@ from rich.table import Table
 
 from neardup.cli import _errors, main
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def truth_options(*, required: bool) -> Callable[[_F], _F]:
+    """``--truth`` and the options that say how to read it (eval, report and tune share them)."""
+    options = (
+        click.option(
+            "--truth",
+            "truth_file",
+            required=required,
+            metavar="FILE",
+            help="The labels: JSONL, CSV or Parquet, a group per row (id, group) or duplicate pairs "
+            "(id_a, id_b).",
+        ),
+        click.option(
+            "--truth-id-column", default="id", show_default=True, help="The truth's id column (groups form)."
+        ),
+        click.option(
+            "--truth-group-column", default="group", show_default=True, help="The truth's group column."
+        ),
+        click.option(
+            "--truth-category-column",
+            default=None,
+            metavar="C",
+            help="Column of categories to give recall by.  [default: 'category' when present]",
+        ),
+    )
+
+    def apply(f: _F) -> _F:
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return apply
+
+
+def read_truth_options(
+    truth_file: str, truth_id_column: str, truth_group_column: str, truth_category_column: str | None
+) -> Any:
+    """The truth file the options name (errors are the library's: wrap in ``_errors()``)."""
+    from neardup.report.evaluation import read_truth
+
+    return read_truth(
+        truth_file,
+        id_column=truth_id_column,
+        group_column=truth_group_column,
+        category_column=truth_category_column,
+    )
+
 
 @main.command("eval")
 @click.argument("out_dir", metavar="OUT_DIR")
-@click.option(
-    "--truth",
-    "truth_file",
-    required=True,
-    metavar="FILE",
-    help="The labels: JSONL, CSV or Parquet, a group per row (id, group) or duplicate pairs (id_a, id_b).",
-)
-@click.option(
-    "--truth-id-column", default="id", show_default=True, help="The truth's id column (groups form)."
-)
-@click.option("--truth-group-column", default="group", show_default=True, help="The truth's group column.")
-@click.option(
-    "--truth-category-column",
-    default=None,
-    metavar="C",
-    help="Column of categories to give recall by.  [default: 'category' when present]",
-)
+@truth_options(required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object.")
 def eval_command(
     out_dir: str,
@@ -47,15 +81,10 @@ def eval_command(
     group. With a group per row, run rows absent from the truth are left out; with pairs, every
     run row counts and the true groups are the pairs' connected components.
     """
-    from neardup.report.evaluation import evaluate, read_truth
+    from neardup.report.evaluation import evaluate
 
     with _errors():
-        truth = read_truth(
-            truth_file,
-            id_column=truth_id_column,
-            group_column=truth_group_column,
-            category_column=truth_category_column,
-        )
+        truth = read_truth_options(truth_file, truth_id_column, truth_group_column, truth_category_column)
         figures = evaluate(out_dir, truth).to_dict()
     if as_json:
         click.echo(json.dumps(figures, indent=2, ensure_ascii=False))

@@ -7,6 +7,7 @@ these functions only turn the report's data into traces, so they are tested with
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 Figure = dict[str, Any]
@@ -118,23 +119,32 @@ def jaccard_histogram(candidates: dict[str, Any], threshold: float) -> Figure:
 
 
 def cluster_sizes(clusters: dict[str, Any]) -> Figure:
-    """How many clusters have each size, both axes logarithmic."""
+    """How many clusters have each size: bars on a logarithmic count axis (and a logarithmic
+    size axis once sizes pass 50, where a long tail of giant clusters would squeeze the rest)."""
+    sizes = clusters["size_values"]
     data = [
         {
-            "type": "scatter",
-            "mode": "markers+lines",
-            "x": clusters["size_values"],
+            "type": "bar",
+            "x": sizes,
             "y": clusters["size_counts"],
             "name": "clusters",
-            "marker": {"color": _VERIFIED, "size": 7},
-            "line": {"width": 1},
+            "marker": {"color": _VERIFIED},
+            "hovertemplate": "%{y:,} clusters of %{x} members<extra></extra>",
         }
     ]
+    wide = bool(sizes) and max(sizes) > 50
+    top = max(clusters["size_counts"] or [1])
     layout = _layout(
         f"Cluster sizes ({clusters['count']:,} clusters)",
-        xaxis={"title": {"text": "members"}, "type": "log"},
-        yaxis={"title": {"text": "clusters"}, "type": "log"},
+        xaxis={
+            "title": {"text": "members"},
+            "type": "log" if wide else "linear",
+            "dtick": None if wide else 1,
+        },
+        # bars on a log axis start at its bottom: below 1, so that a count of 1 shows
+        yaxis={"title": {"text": "clusters"}, "type": "log", "range": [-0.3, math.log10(top) + 0.3]},
         showlegend=False,
+        bargap=0.15,
     )
     return {"data": data, "layout": layout}
 

@@ -56,6 +56,9 @@ class ReportLimits:
     sample_pairs: int = 120
     """Further pairs, drawn at random among the candidates, to browse."""
     max_docs: int = 2_500
+    indexed_rows: int = 150_000
+    """Rows in clusters whose id, cluster and representative the page's search knows (texts are
+    only in it for ``max_docs`` documents)."""
     max_text_chars: int = 4_000
     max_tokens: int = 1_500
     seed: int = 0
@@ -435,6 +438,22 @@ class _Builder:
             out[self._id(pos)] = entry
         return out
 
+    def id_index(self) -> dict[str, Any]:
+        """Id, cluster and representative of the rows in clusters (a seeded sample past
+        ``indexed_rows``), so that search answers "why was this removed" for any of them."""
+        run = self.run
+        rows = np.flatnonzero(run.cluster >= 0)
+        total = int(rows.size)
+        if total > self.limits.indexed_rows:
+            rows = np.sort(self.rng.choice(rows, self.limits.indexed_rows, replace=False))
+        take = pa.array(rows, pa.int64())
+        return {
+            "rows_in_clusters": total,
+            "ids": run.ids.take(take).to_pylist(),
+            "cluster": run.cluster[rows].tolist(),
+            "representative": run.ids.take(pa.array(run.representative[rows], pa.int64())).to_pylist(),
+        }
+
     def _id(self, pos: int) -> str:
         return str(self.run.ids[pos].as_py())
 
@@ -497,6 +516,7 @@ def build_report(
     sampled_pairs = builder.sample()
     pairs = builder.finish_pairs()
     docs = builder.documents()
+    index = builder.id_index()
     n = len(run.ids)
     sampling = list(run.notes)
     if candidates["sampled"] < candidates["candidates"]:
@@ -509,9 +529,18 @@ def build_report(
             f"the {len(clusters['largest']):,} largest of {clusters['count']:,} clusters are listed"
         )
     sampling.append(
-        f"texts of {len(docs):,} of {n:,} documents are included (those of the pairs and clusters shown), "
-        f"each cut at {lim.max_text_chars:,} characters; search looks through these"
+        f"texts of {len(docs):,} of {n:,} documents are included (those of the pairs and clusters "
+        f"shown), each cut at {lim.max_text_chars:,} characters; search looks through their text"
     )
+    if len(index["ids"]) < index["rows_in_clusters"]:
+        sampling.append(
+            f"search knows the ids of {len(index['ids']):,} of the {index['rows_in_clusters']:,} rows "
+            f"in clusters (a uniform sample, seed {lim.seed})"
+        )
+    else:
+        sampling.append(
+            f"search knows the id of every one of the {index['rows_in_clusters']:,} rows in clusters"
+        )
     return {
         "report_version": REPORT_VERSION,
         "made_by": __version__,
@@ -523,6 +552,7 @@ def build_report(
         "sample_pairs": sampled_pairs,
         "pairs": pairs,
         "docs": docs,
+        "index": index,
         "evaluation": evaluation,
         "sampling": sampling,
         "limits": asdict(lim),

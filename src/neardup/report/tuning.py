@@ -112,6 +112,8 @@ KEEP_CASE_PUNCTUATION = Normalisation("keep-case-punctuation", lowercase=False, 
 """Case and punctuation kept (``--keep-case --keep-punctuation``)."""
 RAW = Normalisation("raw", nfkc=False, strip_accents=False, lowercase=False, strip_punctuation=False)
 """No normalisation at all (``--no-nfkc --keep-accents --keep-case --keep-punctuation``)."""
+NORMALISATIONS = {norm.name: norm for norm in (DEFAULT, KEEP_CASE_PUNCTUATION, RAW)}
+"""The named normalisations, by name (``neardup tune --normalisations``)."""
 
 
 @dataclass(frozen=True)
@@ -245,11 +247,16 @@ class TunePoint:
             "seconds": round(self.seconds, 4),
         }
 
+    def label(self) -> str:
+        """The feature setting in a few words: ``word 3-grams, default``."""
+        return f"{self.shingle} {self.ngram}-grams, {self.normalisation.name}"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "shingle": self.shingle,
             "ngram": self.ngram,
             "normalisation": self.normalisation.name,
+            "label": self.label(),
             **self.scores(),
             "command": command_args(self),
         }
@@ -274,6 +281,7 @@ class FeatureSweep:
             "shingle": self.shingle,
             "ngram": self.ngram,
             "normalisation": self.normalisation.to_dict(),
+            "label": f"{self.shingle} {self.ngram}-grams, {self.normalisation.name}",
             "unique_pairs": self.unique_pairs,
             "signature_seconds": round(self.signature_seconds, 4),
             "verify_seconds": round(self.verify_seconds, 4),

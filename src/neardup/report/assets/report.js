@@ -65,7 +65,7 @@
   const pairColumns = [
     { title: "document A", value: (p) => p.a },
     { title: "document B", value: (p) => p.b },
-    { title: "Jaccard", num: true, value: (p) => p.jaccard },
+    { title: "Jaccard", num: true, value: (p) => p.jaccard, places: 4 },
     { title: "decision", value: pairBadge },
     { title: "band", num: true, value: (p) => p.band },
     { title: "bucket", value: (p) => p.bucket_key },
@@ -168,7 +168,7 @@
     for (const box of [minBox, maxBox, chainsOnly]) box.addEventListener("input", table.redraw);
     const chains = D.clusters.largest.filter((c) => c.chain);
     document.getElementById("chain-warnings").replaceChildren(...chains.slice(0, 10).map((c) =>
-      el("li", { text: `cluster ${c.cluster_id} (${c.size} members): ${c.farthest[0].id} has Jaccard ${fmt(c.farthest[0].jaccard)} with its representative ${c.representative}, below the threshold; it joined through other members` })));
+      el("li", { text: `cluster ${c.cluster_id} (${c.size} members) is a chain: ${c.farthest[0].id} has Jaccard ${fmt(c.farthest[0].jaccard)} with its representative ${c.representative}, below the threshold; it joined through other members` })));
   }
   function showCluster(c, detail) {
     const parts = [el("h3", { text: `cluster ${c.cluster_id}: ${c.size} members, representative ${c.representative}` })];
@@ -210,22 +210,38 @@
     const pairsOf = new Map();
     for (const p of D.pairs) for (const id of [p.a, p.b]) { if (!pairsOf.has(id)) pairsOf.set(id, []); pairsOf.get(id).push(p); }
     const ids = Object.keys(D.docs);
+    const index = D.index || { ids: [], cluster: [], representative: [] };
+    const status = (doc) => doc.is_duplicate ? `removed: duplicate of ${doc.representative}` : doc.cluster_id === null ? "no duplicates" : `kept, cluster ${doc.cluster_id}`;
+    function docResult(id) {
+      const doc = D.docs[id];
+      const near = (p) => p.a === doc.representative || p.b === doc.representative;
+      const mine = (pairsOf.get(id) || []).slice().sort((x, y) => near(y) - near(x));
+      return el("div", { class: "search-result", "data-id": id },
+        el("strong", { text: id }), " ", el("span", { class: "badge", text: status(doc) }),
+        el("div", { class: "note", text: (doc.text || "").slice(0, 220) }),
+        ...mine.slice(0, 6).map((p) => el("button", { class: "compare", text: `compare with ${p.a === id ? p.b : p.a} (J ${fmt(p.jaccard)})`, onclick: () => openPair(p.key) })));
+    }
+    function indexResult(k) {
+      const id = index.ids[k], rep = index.representative[k];
+      const text = rep === id ? `kept, representative of cluster ${index.cluster[k]}` : `removed: duplicate of ${rep} (cluster ${index.cluster[k]})`;
+      return el("div", { class: "search-result", "data-id": id },
+        el("strong", { text: id }), " ", el("span", { class: "badge", text: text }),
+        el("div", { class: "note", text: "its text is not in this report" }));
+    }
     function run() {
       const q = box.value.trim().toLowerCase();
       if (!q) { out.replaceChildren(); return; }
       const hits = ids.filter((id) => id.toLowerCase().includes(q) || (D.docs[id].text || "").toLowerCase().includes(q));
       hits.sort((x, y) => (y.toLowerCase() === q) - (x.toLowerCase() === q));
+      const seen = new Set(hits);
+      const more = [];
+      for (let k = 0; k < index.ids.length && more.length < 50; k++) {
+        const id = index.ids[k];
+        if (!seen.has(id) && id.toLowerCase().includes(q)) more.push(k);
+      }
       out.replaceChildren(
-        el("p", { class: "note", text: `${hits.length} of the ${ids.length.toLocaleString("en")} documents in this report match` }),
-        ...hits.slice(0, 50).map((id) => {
-          const doc = D.docs[id];
-          const mine = (pairsOf.get(id) || []).sort((x, y) => (y.a === doc.representative || y.b === doc.representative) - (x.a === doc.representative || x.b === doc.representative));
-          return el("div", { class: "search-result", "data-id": id },
-            el("strong", { text: id }), " ",
-            el("span", { class: "badge", text: doc.is_duplicate ? `removed: duplicate of ${doc.representative}` : doc.cluster_id === null ? "no duplicates" : `kept, cluster ${doc.cluster_id}` }),
-            el("div", { class: "note", text: (doc.text || "").slice(0, 220) }),
-            ...mine.slice(0, 6).map((p) => el("button", { text: `compare ${p.a === id ? p.b : p.a} (J ${fmt(p.jaccard)})`, onclick: () => openPair(p.key) })));
-        }));
+        el("p", { class: "note", text: `${hits.length} of the ${ids.length.toLocaleString("en")} texts in this report match; ${more.length}${more.length === 50 ? "+" : ""} more ids among the ${index.ids.length.toLocaleString("en")} rows in clusters it knows` }),
+        ...hits.slice(0, 50).map(docResult), ...more.map(indexResult));
     }
     box.addEventListener("input", run);
   }
@@ -235,12 +251,15 @@
     const ev = D.evaluation;
     if (!ev) { box.closest("section").remove(); document.querySelector('nav a[href="#sec-eval"]')?.remove(); return; }
     const rows = Object.entries(ev).filter(([, v]) => typeof v === "number" || typeof v === "string");
-    const parts = [el("table", { class: "kv" }, el("tbody", {}, ...rows.map(([k, v]) => el("tr", {}, el("td", { text: k.replaceAll("_", " ") }), el("td", { text: fmt(v) })))))];
+    const parts = [el("table", { class: "kv" }, el("tbody", {}, ...rows.map(([k, v]) => el("tr", {}, el("td", { text: k.replaceAll("_", " ") }), el("td", { text: fmt(v, /precision|recall|f1|ari/.test(k) ? 4 : undefined) })))))];
     const cats = ev.recall_by_category;
     if (cats && Object.keys(cats).length) {
       parts.push(el("h3", { text: "recall by category" }));
-      parts.push(el("table", {}, el("tbody", {}, ...Object.entries(cats).map(([k, v]) =>
-        el("tr", {}, el("td", { text: k }), el("td", { class: "num", text: typeof v === "object" ? `${fmt(v.recall)} (${fmt(v.found)} of ${fmt(v.total)})` : fmt(v) }))))));
+      const counts = ev.category_counts || {};
+      parts.push(el("table", {}, el("tbody", {}, ...Object.entries(cats).map(([k, v]) => {
+        const c = counts[k] || {};
+        return el("tr", {}, el("td", { text: k }), el("td", { class: "num", text: `${fmt(v, 4)} (${fmt(c.found)} of ${fmt(c.counted)})` }));
+      }))));
     }
     box.replaceChildren(...parts);
   }
@@ -252,7 +271,7 @@
     const rec = T.recommended;
     const parts = [];
     parts.push(el("p", {}, rec
-      ? el("strong", { text: `Recommended: ${rec.label} at threshold ${rec.threshold}: F1 ${fmt(rec.pair_f1)}, precision ${fmt(rec.pair_precision)}, recall ${fmt(rec.pair_recall)}` })
+      ? el("strong", { text: `Recommended: ${rec.label} at threshold ${rec.threshold}: F1 ${fmt(rec.pair_f1, 4)}, precision ${fmt(rec.pair_precision, 4)}, recall ${fmt(rec.pair_recall, 4)}` })
       : el("strong", { text: T.reason || "no setting reaches the precision floor" })));
     if (T.command) parts.push(el("pre", { id: "tune-command", text: T.command }));
     box.replaceChildren(...parts);
@@ -262,15 +281,15 @@
       { title: "setting", value: (p) => p.label },
       { title: "threshold", num: true, value: (p) => p.threshold, places: 2 },
       { title: "bands x rows", value: (p) => `${p.bands} x ${p.rows}` },
-      { title: "precision", num: true, value: (p) => p.pair_precision },
-      { title: "recall", num: true, value: (p) => p.pair_recall },
-      { title: "F1", num: true, value: (p) => p.pair_f1 },
-      { title: "ARI", num: true, value: (p) => p.ari },
+      { title: "precision", num: true, value: (p) => p.pair_precision, places: 4 },
+      { title: "recall", num: true, value: (p) => p.pair_recall, places: 4 },
+      { title: "F1", num: true, value: (p) => p.pair_f1, places: 4 },
+      { title: "ARI", num: true, value: (p) => p.ari, places: 4 },
     ], () => points.slice().sort((x, y) => y.pair_f1 - x.pair_f1));
   }
 
   document.addEventListener("DOMContentLoaded", () => {
-    if (D.kind === "tune") { tuneSection(); drawCharts(); return; }
+    if (D.kind === "tune") { tuneSection(); drawCharts(); window.neardupReport = { ready: true }; return; }
     runSection();
     drawCharts();
     clusterSection();
