@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 demo: setup
-	$(BIN)/neardup dedup --demo -o demo-out
+	$(BIN)/neardup dedup --demo -o demo-out --report
 
 # Compile the numba kernels once into the on-disk cache before tests run in parallel. numba
 # invalidates a cached kernel only when its own file changes, not when a kernel it calls does,

@@ -8,6 +8,7 @@ median of ``--rounds`` sweeps after it. Per feature setting: signature and verif
 unique pairs verified; the recommendation and its flags. Writes ``benchmarks/out/tune.json``.
 
     .venv/bin/python benchmarks/tune.py --originals 1000
+    .venv/bin/python benchmarks/tune.py --originals 2000 --write planted.jsonl   # the sample only
 """
 
 from __future__ import annotations
@@ -34,12 +35,24 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--rounds", type=int, default=3, help="warm sweeps (the median is reported)")
     ap.add_argument("--min-precision", type=float, default=0.9)
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "out" / "tune.json")
+    ap.add_argument(
+        "--write",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="only write the labelled sample (id, text, lang, group, kind, parent) to FILE as JSON Lines",
+    )
     return ap.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     records = plant(load_originals(args.corpus, limit=args.originals, seed=args.seed), seed=args.seed)
+    if args.write is not None:  # a corpus that is its own truth file, for neardup tune and eval
+        with args.write.open("w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        print(f"wrote {len(records):,} labelled texts to {args.write}")
+        return
     texts = [str(r["text"]) for r in records]
     truth = np.unique([str(r["group"]) for r in records], return_inverse=True)[1]
     t0 = time.perf_counter()

@@ -287,3 +287,28 @@ def test_a_second_run_replaces_the_tables_and_summary(tmp_path: Path) -> None:
     summary = run_dedup(_ray_job([corpus], out, outputs="deduped"))
     assert sorted(p.name for p in out.iterdir()) == ["deduped", "notes.txt", "summary.json"]
     assert summary["outputs"] == ["deduped"]
+
+
+def test_the_report_of_a_ray_run_is_the_local_engines(tmp_path: Path) -> None:
+    from neardup.report.data import build_report
+    from report_helpers import chain_records
+
+    corpus = write_jsonl(tmp_path / "c.jsonl", chain_records())
+    settings = {"threshold": 0.5, "bands": 64, "rows": 2}
+    run_dedup(
+        DedupJob(
+            inputs=[corpus],
+            output_dir=tmp_path / "local",
+            read=ReadOptions(id_column="id"),
+            settings=settings,
+        )
+    )
+    run_dedup(_ray_job([corpus], tmp_path / "ray", settings=settings, report=True))
+    assert (tmp_path / "ray" / "report.html").is_file()
+    reports = [build_report(tmp_path / name) for name in ("local", "ray")]
+    for r in reports:  # where, how fast, and on which engine the two ran
+        for key in ("output_dir", "seconds", "engine"):
+            del r["run"][key]
+    assert reports[1] == reports[0]
+    (cluster,) = reports[1]["clusters"]["largest"]
+    assert cluster["chain"] and sum(reports[1]["candidates"]["dropped"]) == 2

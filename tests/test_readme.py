@@ -94,6 +94,9 @@ def _files(folder: Path) -> None:
         (folder / name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
     jsonl("corpus.jsonl", _TEXTS)
+    (folder / "truth.csv").write_text(
+        "id,group\nd0,harbour\nd1,harbour\nd2,bread\nd3,walk\n", encoding="utf-8"
+    )
     jsonl("new.jsonl", [_TEXTS[1].upper(), "Something else entirely, about the weather in the hills."], 10)
     jsonl(
         "chinese.jsonl",
@@ -133,3 +136,4 @@ def test_readme_command_examples_run(tmp_path: Path) -> None:
     against = json.loads((tmp_path / "out-new" / "summary.json").read_text())
     assert against["duplicates_removed"] == 1  # the new copy of an indexed text
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["input_rows"] == 4
+    assert (tmp_path / "out" / "report.html").is_file() and (tmp_path / "tune.html").is_file()

@@ -17,13 +17,14 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+
+from neardup.cli import main
 from report_helpers import CHAIN_FLAGS, EDITED, chain_records, write_jsonl
 from synthetic import planted_corpus
 
-from neardup.cli import main
-
 CHROMIUM = os.environ.get("NEARDUP_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-ARTIFACTS = Path(os.environ.get("NEARDUP_ARTIFACTS") or Path(__file__).resolve().parents[1] / "test-artifacts")
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = Path(os.environ.get("NEARDUP_ARTIFACTS") or ROOT / "test-artifacts")
 
 if CHROMIUM is None and os.environ.get("CI"):
     raise RuntimeError("the report's browser tests need chromium (apt-get install chromium)")

@@ -4,6 +4,7 @@ sweep over a labelled corpus."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,18 @@ def _ints(text: str | None, name: str) -> tuple[int, ...] | None:
         _fail(f"{name} takes whole numbers separated by commas, not {text!r}", EXIT_USAGE)
 
 
+def _check_list(flag: str, values: tuple[Any, ...], ok: Callable[[Any], bool], wanted: str) -> None:
+    """A grid option's values: at least one, each ``ok``, none twice; else a usage error naming it."""
+    if not values:
+        _fail(f"{flag} needs at least one value", EXIT_USAGE)
+    bad = [v for v in values if not ok(v)]
+    if bad:
+        _fail(f"{flag} takes {wanted}, not {bad[0]!r}", EXIT_USAGE)
+    twice = sorted({v for v in values if values.count(v) > 1})
+    if twice:
+        _fail(f"{flag} gives {twice[0]!r} twice", EXIT_USAGE)
+
+
 def _grid(
     thresholds: str | None,
     shingles: str | None,
@@ -103,13 +116,19 @@ def _grid(
 
     given: dict[str, Any] = {}
     if (t := _floats(thresholds, "--thresholds")) is not None:
+        _check_list("--thresholds", t, lambda v: 0 < v <= 1, "numbers in (0, 1]")
         given["thresholds"] = t
     if shingles is not None:
-        given["shingles"] = tuple(s.strip() for s in shingles.split(",") if s.strip())
-    if (w := _ints(word_ngrams, "--word-ngrams")) is not None:
-        given["word_ngrams"] = w
-    if (c := _ints(char_ngrams, "--char-ngrams")) is not None:
-        given["char_ngrams"] = c
+        modes = tuple(s.strip() for s in shingles.split(",") if s.strip())
+        _check_list("--shingles", modes, lambda v: v in ("word", "char"), "word or char")
+        given["shingles"] = modes
+    for flag, text, key in (
+        ("--word-ngrams", word_ngrams, "word_ngrams"),
+        ("--char-ngrams", char_ngrams, "char_ngrams"),
+    ):
+        if (ns := _ints(text, flag)) is not None:
+            _check_list(flag, ns, lambda v: 1 <= v <= 64, "whole numbers from 1 to 64")
+            given[key] = ns
     if normalisations is not None:
         names = [n.strip() for n in normalisations.split(",") if n.strip()]
         unknown = [n for n in names if n not in NORMALISATIONS]

@@ -15,6 +15,7 @@ at ``max_text_chars``), a sample of candidate pairs for the histogram, the large
 
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -102,10 +103,9 @@ class _Run:
             ann = None
             self.notes.append("the run did not write annotated: no texts, no diffs, no recomputed Jaccard")
         self.ids: pa.Array = ann.column(self.id_column).combine_chunks() if ann else pa.array([], pa.string())
-        self.texts: pa.Array | None = (
-            ann.column(self.text_column).combine_chunks()
-            if ann and self.text_column in ann.column_names
-            else None
+        # the texts stay in the chunks they were read in: one buffer would copy the whole corpus
+        self.texts: pa.ChunkedArray | None = (
+            ann.column(self.text_column) if ann and self.text_column in ann.column_names else None
         )
         n = len(self.ids)
         self.cluster = np.full(n, -1, np.int64)
@@ -134,6 +134,25 @@ class _Run:
         jac = edges.column("jaccard") if "jaccard" in edges.column_names else pa.array(np.ones(len(a)))
         self.edge_jaccard = pc.cast(jac, pa.float64()).to_numpy(zero_copy_only=False)[ok]
         self.buckets = self._buckets(out_dir)
+
+    def text_of(self, rows: np.ndarray) -> pa.Array:
+        """The texts of ``rows`` (ascending), taken chunk by chunk: one take over all the chunks
+        costs far more than a take in each chunk its rows fall in."""
+        if self.texts is None:
+            raise ValueError("the run wrote no texts")
+        chunks = self.texts.chunks
+        starts = np.zeros(len(chunks) + 1, dtype=np.int64)
+        np.cumsum([len(c) for c in chunks], out=starts[1:])
+        owner = np.searchsorted(starts, rows, side="right") - 1
+        bounds = np.searchsorted(owner, np.arange(len(chunks) + 1))
+        pieces = [
+            chunks[k].take(pa.array(rows[lo:hi] - starts[k], pa.int64()))
+            for k, (lo, hi) in enumerate(itertools.pairwise(bounds.tolist()))
+            if hi > lo
+        ]
+        if not pieces:
+            return pa.array([], pa.large_string())
+        return pa.concat_arrays([p.cast(pa.large_string()) for p in pieces])
 
     def positions(self, ids: pa.ChunkedArray | pa.Array) -> np.ndarray:
         """Row positions of ``ids`` (-1 for an id not among the run's rows)."""
@@ -168,7 +187,7 @@ def _exact(run: _Run, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     if left.size == 0 or run.texts is None:
         return np.full(left.size, np.nan)
     docs, inverse = np.unique(np.concatenate((left, right)), return_inverse=True)
-    batch = arrow_to_batch(run.texts.take(pa.array(docs, pa.int64())))
+    batch = arrow_to_batch(run.text_of(docs))
     cfg = run.config
     _, counts = MinHasher(cfg.minhash, cfg.text, cfg.shingle).signatures_with_counts(batch)
     return exact_jaccard_in_blocks(
@@ -343,7 +362,7 @@ class _Builder:
         a, b = (a, b) if a <= b else (b, a)
         key = f"{a}:{b}"
         if (a, b) not in self.pairs:
-            linked = bool(np.isin(_pack(np.array([a]), np.array([b])), self.edge_keys)[0])
+            linked = self._is_edge(a, b)
             self.pairs[(a, b)] = {
                 "key": key,
                 "a": self._id(a),
@@ -354,6 +373,12 @@ class _Builder:
             }
             self.docs.update((a, b))
         return key
+
+    def _is_edge(self, a: int, b: int) -> bool:
+        """Whether (a, b), a <= b, is an edge the run kept (a binary search in the sorted keys)."""
+        key = _pack(np.array([a]), np.array([b]))[0]
+        at = int(np.searchsorted(self.edge_keys, key))
+        return at < self.edge_keys.size and bool(self.edge_keys[at] == key)
 
     def finish_pairs(self) -> list[dict[str, Any]]:
         """Why each registered pair was a candidate, and its side-by-side diff."""
@@ -412,7 +437,7 @@ class _Builder:
             self._texts = {}
             return self._texts
         cfg = run.config
-        texts = run.texts.take(pa.array(chosen, pa.int64())).to_pylist()
+        texts = run.text_of(np.array(chosen, dtype=np.int64)).to_pylist()
         out: dict[int, dict[str, Any]] = {}
         for pos, text in zip(chosen, texts, strict=True):
             body = text or ""

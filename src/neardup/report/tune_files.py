@@ -66,10 +66,20 @@ def run_tune(job: TuneJob, progress: Progress | None = None) -> TuneOutcome:
     rows = np.flatnonzero(labels.labels >= 0)
     if job.sample is not None and rows.size > job.sample:
         rows = rows[np.sort(sample_rows(labels.labels[rows], job.sample, seed=job.seed))]
+    swept = labels.labels[rows]
+    if rows.size == np.unique(swept).size:
+        what = (
+            f"the {rows.size:,} rows swept" if job.sample is not None else f"the {rows.size:,} labelled rows"
+        )
+        raise InputError(
+            f"{what} hold no two rows of one true group: no duplicate to score against"
+            + (" (true groups are taken whole: give --sample more rows)" if job.sample is not None else ""),
+            path=job.truth.path,
+        )
     texts = table.column(corpus.text_column).take(pa.array(rows, pa.int64()))
     result = tune(
         arrow_to_batch(texts),
-        labels.labels[rows],
+        swept,
         grid=job.grid,
         min_precision=job.min_precision,
         progress=progress,

@@ -371,8 +371,9 @@ def sample_rows(truth_labels: np.ndarray, size: int, *, seed: int = 42) -> np.nd
     mean nothing.
 
     The groups (distinct labels) are shuffled with ``numpy.random.default_rng(seed)`` and taken
-    in that order while they fit: the sample holds at most ``size`` rows, and fewer only by less
-    than the size of the first group that did not fit. Every group is equally likely to be taken,
+    in that order while they fit; a group larger than the room left is passed over, and smaller
+    ones after it still go in. The sample holds at most ``size`` rows, and fewer only when no
+    untaken group is small enough for the room left. Every group is equally likely to be taken,
     so the sample's mix of singletons and groups is the corpus's, in expectation. With ``size`` at
     least the number of rows, every row is taken. The same labels, size and seed give the same rows.
 
@@ -389,10 +390,17 @@ def sample_rows(truth_labels: np.ndarray, size: int, *, seed: int = 42) -> np.nd
         return np.arange(n, dtype=np.int64)
     _, group, sizes = np.unique(labels, return_inverse=True, return_counts=True)
     order = np.random.default_rng(seed).permutation(sizes.size)
-    taken_sizes = np.cumsum(sizes[order])
-    taken = order[: int(np.searchsorted(taken_sizes, size, side="right"))]
     chosen = np.zeros(sizes.size, dtype=bool)
-    chosen[taken] = True
+    room = size
+    # In the shuffled order, the groups that fit are taken; a group too large for the room left is
+    # passed over and the next ones tried (a few passes, each over the groups still untaken).
+    while room > 0:
+        left = order[~chosen[order] & (sizes[order] <= room)]
+        if left.size == 0:
+            break
+        taken = left[: int(np.searchsorted(np.cumsum(sizes[left]), room, side="right"))]  # >= 1 group
+        chosen[taken] = True
+        room -= int(sizes[taken].sum())
     return np.flatnonzero(chosen[group.ravel()]).astype(np.int64)
 
 
