@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+
 from common import machine_info, markdown_table
 from scale import generate
 
@@ -50,7 +51,9 @@ def timed(command: list[str]) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=7)

@@ -13,10 +13,10 @@ from typing import Any
 Figure = dict[str, Any]
 
 _BASE: dict[str, Any] = {
-    "margin": {"l": 60, "r": 20, "t": 40, "b": 50},
+    "margin": {"l": 60, "r": 20, "t": 40, "b": 90},
     "template": None,
     "font": {"family": "system-ui, sans-serif", "size": 12},
-    "legend": {"orientation": "h", "y": -0.2},
+    "legend": {"orientation": "h", "y": -0.32},
     "paper_bgcolor": "white",
     "plot_bgcolor": "#fbfbfd",
 }
@@ -64,9 +64,15 @@ def s_curve(s: dict[str, Any], candidates: dict[str, Any]) -> Figure:
     ]
     layout = _layout(
         "S-curve: the chance two documents become a candidate pair",
-        xaxis={"title": {"text": "Jaccard similarity"}, "range": [0, 1]},
+        xaxis={"title": {"text": "Jaccard similarity"}, "range": [0, 1.02]},
         yaxis={"title": {"text": "probability"}, "range": [0, 1.02]},
-        yaxis2={"title": {"text": "linked pairs"}, "overlaying": "y", "side": "right", "showgrid": False},
+        yaxis2={
+            "title": {"text": "linked pairs", "standoff": 6},
+            "overlaying": "y",
+            "side": "right",
+            "showgrid": False,
+            "automargin": True,
+        },
         shapes=[_threshold_line(s["threshold"])],
         annotations=[
             {
@@ -111,7 +117,7 @@ def jaccard_histogram(candidates: dict[str, Any], threshold: float) -> Figure:
     layout = _layout(
         title,
         barmode="stack",
-        xaxis={"title": {"text": "Jaccard similarity"}, "range": [0, 1]},
+        xaxis={"title": {"text": "Jaccard similarity"}, "range": [0, 1.02]},
         yaxis={"title": {"text": "pairs"}},
         shapes=[_threshold_line(threshold)],
     )
@@ -142,7 +148,12 @@ def cluster_sizes(clusters: dict[str, Any]) -> Figure:
             "dtick": None if wide else 1,
         },
         # bars on a log axis start at its bottom: below 1, so that a count of 1 shows
-        yaxis={"title": {"text": "clusters"}, "type": "log", "range": [-0.3, math.log10(top) + 0.3]},
+        yaxis={
+            "title": {"text": "clusters"},
+            "type": "log",
+            "range": [-0.3, math.log10(top) + 0.3],
+            "dtick": "D2",
+        },
         showlegend=False,
         bargap=0.15,
     )
@@ -165,7 +176,10 @@ def stage_seconds(seconds: dict[str, float]) -> Figure:
     total = seconds.get("total")
     title = "Seconds per stage" + (f" (total {total:.2f} s)" if isinstance(total, int | float) else "")
     layout = _layout(
-        title, xaxis={"title": {"text": "seconds"}}, yaxis={"autorange": "reversed"}, showlegend=False
+        title,
+        xaxis={"title": {"text": "seconds"}},
+        yaxis={"autorange": "reversed", "automargin": True},
+        showlegend=False,
     )
     return {"data": data, "layout": layout}
 
@@ -230,10 +244,14 @@ def precision_recall(tune: dict[str, Any]) -> Figure:
                 "line": {"dash": "dot", "color": "#d9534f"},
             }
         )
+    precisions = [p["pair_precision"] for s in tune["settings"] for p in s["points"]]
+    # the precision axis starts just below the lowest point (or the floor): settings often differ
+    # in the third decimal, which a 0-1 axis would flatten into one line
+    bottom = max(0.0, min([*precisions, 1.0 if floor is None else floor]) - 0.02)
     layout = _layout(
         "Precision and recall of each setting across thresholds",
         xaxis={"title": {"text": "pair recall"}, "range": [0, 1.02]},
-        yaxis={"title": {"text": "pair precision"}, "range": [0, 1.02]},
+        yaxis={"title": {"text": "pair precision"}, "range": [bottom, 1.0 + (1.0 - bottom) * 0.03]},
         shapes=shapes,
         height=480,
     )

@@ -158,7 +158,7 @@
       { title: "size", num: true, value: (c) => c.size },
       { title: "representative", value: (c) => c.representative },
       { title: "lowest Jaccard to representative", num: true, value: (c) => c.min_jaccard_to_representative },
-      { title: "", value: (c) => c.chain ? el("span", { class: "badge warn", text: "chain: members below the threshold" }) : (c.farthest ? el("span", { class: "badge ok", text: "tight" }) : "") },
+      { title: "", value: (c) => c.chain ? el("span", { class: "badge warn", text: "chain", title: "a member is below the threshold against the representative" }) : (c.farthest ? el("span", { class: "badge ok", text: "tight" }) : "") },
     ];
     const rowsOf = () => {
       const lo = Number(minBox.value || 0), hi = Number(maxBox.value || Infinity);
