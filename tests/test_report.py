@@ -208,3 +208,24 @@ def test_dedup_report_flag_writes_report_html(tmp_path: Path) -> None:
     page = tmp_path / "out" / "report.html"
     assert page.is_file() and f"report written to {page}" in done.output
     assert write_report(tmp_path / "out", tmp_path / "again.html").stat().st_size == page.stat().st_size
+
+
+def test_a_run_against_an_index_is_reported_with_the_index_keys_kept(tmp_path: Path) -> None:
+    records = chain_records()
+    old = write_jsonl(tmp_path / "old.jsonl", records[:1])  # origin goes into the index
+    new = write_jsonl(tmp_path / "new.jsonl", [{"id": f"new-{r['id']}", "text": r["text"]} for r in records])
+    flags = ("--threshold", "0.5", "--bands", "64", "--rows", "2")
+    assert (
+        run("index", "build", old, "--index", tmp_path / "idx.db", "--id-column", "id", *flags).exit_code == 0
+    )
+    done = run(
+        "dedup", new, "-o", tmp_path / "out", "--against", tmp_path / "idx.db", "--id-column", "id", "-q"
+    )
+    assert done.exit_code == 0, done.output
+    data = build_report(tmp_path / "out")
+    (cluster,) = data["clusters"]["largest"]
+    assert cluster["representative"] == "origin" and cluster["representative_in_index"]
+    assert data["docs"]["new-light"]["representative"] == "origin"
+    assert "origin" in data["index"]["representative"]
+    assert all(p["a"].startswith("new-") and p["b"].startswith("new-") for p in data["pairs"])
+    render_report(data)

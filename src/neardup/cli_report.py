@@ -32,7 +32,7 @@ from neardup.cli_eval import read_truth_options, truth_options
     type=click.IntRange(min=1),
     default=None,
     help="Candidate pairs whose Jaccard is recomputed for the histogram and the pairs near the "
-    "threshold.  [default: 200,000]",
+    "threshold.  [default: 100,000]",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the samples the report draws.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")

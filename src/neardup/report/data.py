@@ -15,7 +15,6 @@ at ``max_text_chars``), a sample of candidate pairs for the histogram, the large
 
 from __future__ import annotations
 
-import itertools
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -31,9 +30,10 @@ from neardup.core.lsh import Buckets, candidate_pairs
 from neardup.core.minhash import MinHasher
 from neardup.core.params import candidate_probability
 from neardup.core.shingles import shingle_sets
+from neardup.errors import InputError
 from neardup.pipeline import arrow_to_batch, exact_jaccard_in_blocks
 from neardup.report.diff import pair_diff, tokens_of
-from neardup.report.tables import as_strings, read_summary, read_table
+from neardup.report.tables import as_strings, read_rows, read_summary, read_table, table_files
 
 REPORT_VERSION = 1
 
@@ -42,7 +42,7 @@ REPORT_VERSION = 1
 class ReportLimits:
     """How much of a run the report holds (the page stays well under 20 MB)."""
 
-    candidate_sample: int = 200_000
+    candidate_sample: int = 100_000
     """Candidate pairs whose exact Jaccard is recomputed for the histogram."""
     clusters_listed: int = 300
     """Largest clusters in the clusters table."""
@@ -96,21 +96,22 @@ class _Run:
         self.config = config_of(summary)
         self.id_column = str(summary.get("id_column") or "row_id")
         self.text_column = str(summary.get("text_column") or "text")
-        wanted = [self.id_column, self.text_column, "cluster_id", "representative", "is_duplicate"]
+        self.out_dir = out_dir
+        # the texts are read later, only those of the documents the report needs
+        wanted = [self.id_column, "cluster_id", "representative", "is_duplicate"]
         ann = read_table(out_dir, "annotated", wanted, string_columns=(self.id_column, "representative"))
         self.notes: list[str] = []
         if ann is None or self.id_column not in ann.column_names:
             ann = None
             self.notes.append("the run did not write annotated: no texts, no diffs, no recomputed Jaccard")
         self.ids: pa.Array = ann.column(self.id_column).combine_chunks() if ann else pa.array([], pa.string())
-        # the texts stay in the chunks they were read in: one buffer would copy the whole corpus
-        self.texts: pa.ChunkedArray | None = (
-            ann.column(self.text_column) if ann and self.text_column in ann.column_names else None
-        )
+        self.has_texts = ann is not None and self._has_text_column(out_dir)
         n = len(self.ids)
         self.cluster = np.full(n, -1, np.int64)
         self.duplicate = np.zeros(n, bool)
         self.representative = np.arange(n, dtype=np.int64)
+        """Each row's kept row, -1 when that is a document of the index (a run ``--against``)."""
+        self.representative_ids: pa.Array = self.ids
         if ann is not None:
             cl = ann.column("cluster_id")
             if not pa.types.is_integer(cl.type):
@@ -122,7 +123,8 @@ class _Run:
             if not pa.types.is_boolean(dup.type):
                 dup = pc.equal(pc.utf8_lower(dup.cast(pa.string())), "true")
             self.duplicate = dup.combine_chunks().fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
-            self.representative = self.positions(ann.column("representative"))
+            self.representative_ids = ann.column("representative").combine_chunks()
+            self.representative = self.positions(self.representative_ids)
         edges = read_table(out_dir, "candidate_pairs", string_columns=("id_a", "id_b"))
         self.edges_written = edges is not None
         if edges is None:
@@ -135,24 +137,21 @@ class _Run:
         self.edge_jaccard = pc.cast(jac, pa.float64()).to_numpy(zero_copy_only=False)[ok]
         self.buckets = self._buckets(out_dir)
 
+    def _has_text_column(self, out_dir: Path) -> bool:
+        files = table_files(out_dir, "annotated")
+        if not files:
+            return False
+        try:
+            probe = read_rows(
+                out_dir, "annotated", self.text_column, np.zeros(1 if len(self.ids) else 0, np.int64)
+            )
+        except (InputError, KeyError):
+            return False
+        return len(probe) == min(1, len(self.ids))
+
     def text_of(self, rows: np.ndarray) -> pa.Array:
-        """The texts of ``rows`` (ascending), taken chunk by chunk: one take over all the chunks
-        costs far more than a take in each chunk its rows fall in."""
-        if self.texts is None:
-            raise ValueError("the run wrote no texts")
-        chunks = self.texts.chunks
-        starts = np.zeros(len(chunks) + 1, dtype=np.int64)
-        np.cumsum([len(c) for c in chunks], out=starts[1:])
-        owner = np.searchsorted(starts, rows, side="right") - 1
-        bounds = np.searchsorted(owner, np.arange(len(chunks) + 1))
-        pieces = [
-            chunks[k].take(pa.array(rows[lo:hi] - starts[k], pa.int64()))
-            for k, (lo, hi) in enumerate(itertools.pairwise(bounds.tolist()))
-            if hi > lo
-        ]
-        if not pieces:
-            return pa.array([], pa.large_string())
-        return pa.concat_arrays([p.cast(pa.large_string()) for p in pieces])
+        """The texts of ``rows`` (ascending), read from ``annotated`` a batch at a time."""
+        return read_rows(self.out_dir, "annotated", self.text_column, rows)
 
     def positions(self, ids: pa.ChunkedArray | pa.Array) -> np.ndarray:
         """Row positions of ``ids`` (-1 for an id not among the run's rows)."""
@@ -175,6 +174,12 @@ class _Run:
         offsets = members.offsets.to_numpy().astype(np.int64)
         offsets = offsets - offsets[0]
         flat = self.positions(members.flatten())
+        known = flat >= 0
+        if not known.all():  # a run --against an index: members that are index keys, not rows
+            kept = np.add.reduceat(known.astype(np.int64), offsets[:-1]) if flat.size else offsets[:-1]
+            kept[offsets[:-1] == offsets[1:]] = 0  # reduceat reads one value for an empty bucket
+            offsets = np.concatenate(([0], np.cumsum(kept)))
+            flat = flat[known]
         keys = pc.cast(table.column("bucket_key"), pa.string()).combine_chunks()
         self.bucket_keys = keys
         band = pc.cast(table.column("band"), pa.int32()).to_numpy(zero_copy_only=False)
@@ -184,7 +189,7 @@ class _Run:
 def _exact(run: _Run, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """Exact Jaccard of pairs of rows, from their texts with the run's settings (in the
     pipeline's verification blocks: one block's shingle sets held at a time)."""
-    if left.size == 0 or run.texts is None:
+    if left.size == 0 or not run.has_texts:
         return np.full(left.size, np.nan)
     docs, inverse = np.unique(np.concatenate((left, right)), return_inverse=True)
     batch = arrow_to_batch(run.text_of(docs))
@@ -219,8 +224,6 @@ class _Builder:
         if run.buckets is not None:
             valid = run.buckets
             left, right = candidate_pairs(valid, run.config.lsh.max_bucket_size)
-            ok = (left >= 0) & (right >= 0)
-            left, right = left[ok], right[ok]
             source = "lsh_buckets"
         else:
             left, right = run.edge_left, run.edge_right
@@ -271,18 +274,35 @@ class _Builder:
         order = np.lexsort((np.arange(sizes.size), -sizes))[: lim.clusters_listed]
         members_of = self._members(order[: lim.clusters_detailed])
         weakest = self._weakest_edges(order[: lim.clusters_detailed])
+        compared: dict[int, tuple[int, np.ndarray]] = {}  # cluster -> (representative, others)
+        if run.has_texts:
+            for cid, members in members_of.items():
+                rep = int(run.representative[members[0]])
+                if rep >= 0:  # else the row kept is a document of the index: nothing to compare with
+                    compared[cid] = (rep, members[members != rep][: lim.members_compared])
+        # every comparison in one pass over the texts
+        lefts = [np.full(others.size, rep) for rep, others in compared.values()]
+        rights = [others for _, others in compared.values()]
+        all_jac = _exact(
+            run,
+            np.concatenate(lefts or [np.zeros(0, np.int64)]),
+            np.concatenate(rights or [np.zeros(0, np.int64)]),
+        )
+        bounds = np.cumsum([0, *(r.size for r in rights)])
+        jaccard_of = {cid: all_jac[bounds[k] : bounds[k + 1]] for k, cid in enumerate(compared)}
+        labels_seen, first_rows = np.unique(run.cluster, return_index=True)
+        first_of = dict(zip(labels_seen.tolist(), first_rows.tolist(), strict=True))
         listed: list[dict[str, Any]] = []
-        for rank, cid in enumerate(order.tolist()):
+        for cid in order.tolist():
             entry: dict[str, Any] = {"cluster_id": cid, "size": int(sizes[cid])}
-            members = members_of.get(cid) if run.texts is not None else None
-            if members is None:
-                rep_rows = np.flatnonzero((run.cluster == cid) & ~run.duplicate)[:1]
-                entry["representative"] = self._id(int(rep_rows[0])) if rep_rows.size else None
+            if cid not in compared:
+                first = first_of[cid]
+                entry["representative"] = str(run.representative_ids[first].as_py())
+                entry["representative_in_index"] = bool(run.representative[first] < 0)
                 listed.append(entry)
                 continue
-            rep = int(run.representative[members[0]])
-            others = members[members != rep][: lim.members_compared]
-            jac = _exact(run, np.full(others.size, rep), others)
+            rep, others = compared[cid]
+            jac = jaccard_of[cid]
             sort = np.argsort(jac, kind="stable")
             entry["representative"] = self._id(rep)
             entry["members_compared"] = int(others.size)
@@ -295,7 +315,7 @@ class _Builder:
                 for k in sort[:8].tolist()
             ]
             entry["weakest_edges"] = weakest.get(cid, [])
-            shown = others[sort][: lim.members_shown] if rank < lim.clusters_detailed else others[:0]
+            shown = others[sort][: lim.members_shown]
             entry["shown"] = [
                 self.pair(rep, int(m), float(j)) for m, j in zip(shown, jac[sort][: shown.size], strict=True)
             ]
@@ -433,7 +453,7 @@ class _Builder:
     def _doc_texts(self) -> dict[int, dict[str, Any]]:
         run, lim = self.run, self.limits
         chosen = sorted(self.docs)[: lim.max_docs]
-        if run.texts is None or not chosen:
+        if not run.has_texts or not chosen:
             self._texts = {}
             return self._texts
         cfg = run.config
@@ -456,7 +476,7 @@ class _Builder:
             entry = {
                 "row": pos,
                 "cluster_id": int(run.cluster[pos]) if run.cluster[pos] >= 0 else None,
-                "representative": self._id(int(run.representative[pos])),
+                "representative": str(run.representative_ids[pos].as_py()),
                 "is_duplicate": bool(run.duplicate[pos]),
             }
             entry.update(self._texts.get(pos, {}))
@@ -476,7 +496,7 @@ class _Builder:
             "rows_in_clusters": total,
             "ids": run.ids.take(take).to_pylist(),
             "cluster": run.cluster[rows].tolist(),
-            "representative": run.ids.take(pa.array(run.representative[rows], pa.int64())).to_pylist(),
+            "representative": run.representative_ids.take(pa.array(rows, pa.int64())).to_pylist(),
         }
 
     def _id(self, pos: int) -> str:

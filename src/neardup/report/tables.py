@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,64 @@ def _read_file(path: Path, columns: list[str] | None, strings: tuple[str, ...]) 
     if columns is not None:
         table = table.select([c for c in columns if c in table.column_names])
     return table
+
+
+def _batches(path: Path, column: str) -> Iterator[pa.Array]:
+    """Column ``column`` of one table file, a batch at a time (a file whose format has no
+    streaming reader here is read whole)."""
+    fmt = _format_of(path)
+    try:
+        if path.stat().st_size == 0:
+            return
+        if fmt == "parquet":
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=_ROWS_A_BATCH, columns=[column]):
+                yield batch.column(0)
+            return
+        if fmt == "jsonl" and hasattr(pajson, "open_json"):
+            for batch in pajson.open_json(path):
+                yield batch.column(column)
+            return
+        if fmt == "csv":
+            convert = pacsv.ConvertOptions(include_columns=[column], column_types={column: pa.string()})
+            parse = pacsv.ParseOptions(newlines_in_values=True)
+            for batch in pacsv.open_csv(path, parse_options=parse, convert_options=convert):
+                yield batch.column(0)
+            return
+        table = _read_file(path, [column], (column,))
+    except (OSError, KeyError, csv.Error, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise InputError(f"cannot read this output table: {exc}", path=str(path)) from exc
+    yield from table.column(column).chunks
+
+
+_ROWS_A_BATCH = 16_384
+
+
+def read_rows(out_dir: str | Path, name: str, column: str, rows: np.ndarray) -> pa.Array:
+    """The values of ``column`` at ``rows`` (ascending row positions) of table ``name``, read a
+    batch at a time so that only those rows are held: the texts of a few documents of a large
+    corpus without the whole corpus in memory."""
+    wanted = np.asarray(rows, dtype=np.int64)
+    pieces: list[pa.Array] = []
+    start = 0
+    for path in table_files(out_dir, name):
+        for values in _batches(path, column):
+            lo, hi = np.searchsorted(wanted, [start, start + len(values)])
+            if hi > lo:
+                pieces.append(
+                    values.take(pa.array(wanted[lo:hi] - start, pa.int64())).cast(pa.large_string())
+                )
+            start += len(values)
+            if hi == wanted.size:
+                break
+        else:
+            continue
+        break
+    got = sum(len(p) for p in pieces)
+    if got != wanted.size:
+        raise InputError(
+            f"{name} has {start:,} rows, not the row {int(wanted[-1]):,} asked for", path=str(out_dir)
+        )
+    return pa.concat_arrays(pieces) if pieces else pa.array([], pa.large_string())
 
 
 def as_strings(values: pa.ChunkedArray | pa.Array) -> pa.Array:

@@ -172,7 +172,14 @@
   }
   function showCluster(c, detail) {
     const parts = [el("h3", { text: `cluster ${c.cluster_id}: ${c.size} members, representative ${c.representative}` })];
-    if (!c.farthest) { parts.push(el("p", { class: "note", text: "Only the largest clusters are compared member by member in this report." })); detail.replaceChildren(...parts); return; }
+    if (!c.farthest) {
+      const why = c.representative_in_index
+        ? "The row kept is a document of the index this run was checked against: its text is not in the run's outputs."
+        : "Only the largest clusters are compared member by member in this report.";
+      parts.push(el("p", { class: "note", text: why }));
+      detail.replaceChildren(...parts);
+      return;
+    }
     parts.push(el("p", { class: "note", text: `Members farthest from the representative (of ${c.members_compared} compared); click one to compare.` }));
     const shown = new Set(c.shown || []);
     parts.push(el("table", {}, el("tbody", {}, ...(c.shown || []).map((key) => {
