@@ -30,10 +30,20 @@ from neardup.core.lsh import Buckets, candidate_pairs
 from neardup.core.minhash import MinHasher
 from neardup.core.params import candidate_probability
 from neardup.core.shingles import shingle_sets
+from neardup.engines.candidates import pack as _pack
 from neardup.errors import InputError
 from neardup.pipeline import arrow_to_batch, exact_jaccard_in_blocks
 from neardup.report.diff import pair_diff, tokens_of
-from neardup.report.tables import as_strings, read_rows, read_summary, read_table, table_files
+from neardup.report.tables import (
+    as_strings,
+    assignment_of,
+    id_lists,
+    positions_in,
+    read_rows,
+    read_summary,
+    read_table,
+    table_files,
+)
 
 REPORT_VERSION = 1
 
@@ -113,20 +123,11 @@ class _Run:
         """Each row's kept row, -1 when that is a document of the index (a run ``--against``)."""
         self.representative_ids: pa.Array = self.ids
         if ann is not None:
-            cl = ann.column("cluster_id")
-            if not pa.types.is_integer(cl.type):
-                cl = pc.cast(
-                    pc.if_else(pc.equal(cl.cast(pa.string()), ""), None, cl.cast(pa.string())), pa.int64()
-                )
-            self.cluster = cl.combine_chunks().fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-            dup = ann.column("is_duplicate")
-            if not pa.types.is_boolean(dup.type):
-                dup = pc.equal(pc.utf8_lower(dup.cast(pa.string())), "true")
-            self.duplicate = dup.combine_chunks().fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
-            self.representative_ids = ann.column("representative").combine_chunks()
+            assignment = assignment_of(ann, self.id_column)
+            self.cluster, self.duplicate = assignment.cluster, assignment.is_duplicate
+            self.representative_ids = assignment.representative
             self.representative = self.positions(self.representative_ids)
         edges = read_table(out_dir, "candidate_pairs", string_columns=("id_a", "id_b"))
-        self.edges_written = edges is not None
         if edges is None:
             self.notes.append("the run did not write candidate_pairs: the kept edges are unknown")
             edges = pa.table({"id_a": pa.array([], pa.string()), "id_b": pa.array([], pa.string())})
@@ -155,9 +156,7 @@ class _Run:
 
     def positions(self, ids: pa.ChunkedArray | pa.Array) -> np.ndarray:
         """Row positions of ``ids`` (-1 for an id not among the run's rows)."""
-        found = pc.index_in(as_strings(ids), value_set=self.ids)
-        out: np.ndarray = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-        return out
+        return positions_in(as_strings(ids), self.ids)
 
     def _buckets(self, out_dir: Path) -> Buckets | None:
         table = read_table(out_dir, "lsh_buckets", ["band", "bucket_key", "members"])
@@ -166,10 +165,7 @@ class _Run:
             return None
         members = table.column("members").combine_chunks()
         if not (pa.types.is_list(members.type) or pa.types.is_large_list(members.type)):
-            # CSV keeps a list as JSON text: parse the column as JSON arrays of strings
-            import json
-
-            members = pa.array([json.loads(s) for s in members.to_pylist()], pa.list_(pa.string()))
+            members = pa.array(id_lists(members), pa.list_(pa.string()))  # CSV: JSON arrays as text
         members = members.cast(pa.large_list(pa.string()))
         offsets = members.offsets.to_numpy().astype(np.int64)
         offsets = offsets - offsets[0]
@@ -201,10 +197,6 @@ def _exact(run: _Run, left: np.ndarray, right: np.ndarray) -> np.ndarray:
         counts,
         lambda some: shingle_sets(batch, some, counts, cfg.text, cfg.shingle),
     )
-
-
-def _pack(left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    return (left.astype(np.uint64) << np.uint64(32)) | right.astype(np.uint64)
 
 
 class _Builder:

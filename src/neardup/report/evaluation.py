@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 from neardup.core.clusters import components
 from neardup.errors import InputError
 from neardup.report.metrics import dense_labels, pair_scores, singletons_apart
-from neardup.report.tables import as_strings, read_assignment, read_summary
+from neardup.report.tables import as_strings, positions_in, read_assignment, read_summary
 
 TruthForm = Literal["groups", "pairs"]
 PAIR_COLUMNS = ("id_a", "id_b")
@@ -117,7 +117,7 @@ class Truth:
         matched = int(pc.sum(in_run).as_py() or 0)
         if matched == 0:
             raise self._no_overlap(run_ids, run_id_column)
-        position = _positions(run_ids, self.ids)
+        position = positions_in(run_ids, self.ids)
         found = position >= 0
         labels = np.full(len(run_ids), -1, dtype=np.int64)
         labels[found] = self.groups[position[found]]
@@ -141,8 +141,8 @@ class Truth:
         missing = len(named) - int(pc.sum(pc.is_in(named, value_set=run_ids)).as_py() or 0)
         if missing == len(named):
             raise self._no_overlap(run_ids, run_id_column)
-        left = _positions(self.ids, run_ids)
-        right = _positions(self.other, run_ids)
+        left = positions_in(self.ids, run_ids)
+        right = positions_in(self.other, run_ids)
         known = (left >= 0) & (right >= 0)
         left, right = left[known], right[known]
         labels = components(len(run_ids), left, right)
@@ -168,12 +168,6 @@ class Truth:
             "was used, for the truth or for the run",
             path=self.path,
         )
-
-
-def _positions(values: pa.Array, among: pa.Array) -> np.ndarray:
-    """The position in ``among`` of each of ``values`` (int64; -1 where absent)."""
-    found = pc.index_in(values, value_set=among).fill_null(-1)
-    return np.asarray(found.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 def _category_codes(values: pa.Array) -> tuple[tuple[str, ...], np.ndarray]:
@@ -420,7 +414,7 @@ def evaluate(out_dir: str | Path, truth: Truth) -> Evaluation:
     summary = read_summary(out_dir)
     assignment = read_assignment(out_dir, summary)
     labels = truth.labels_for(assignment.ids, run_id_column=str(summary.get("id_column") or "row_id"))
-    representative = _positions(assignment.representative, assignment.ids)
+    representative = positions_in(assignment.representative, assignment.ids)
     return evaluate_labels(assignment.cluster, assignment.is_duplicate, representative, labels)
 
 

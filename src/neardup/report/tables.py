@@ -235,9 +235,16 @@ def read_assignment(out_dir: str | Path, summary: dict[str, Any] | None = None) 
     missing = [c for c in wanted if c not in table.column_names]
     if missing:
         raise InputError(f"annotated has no column {missing[0]!r}", path=str(out_dir))
+    return assignment_of(table, id_column)
+
+
+def assignment_of(table: pa.Table, id_column: str) -> Assignment:
+    """The :class:`Assignment` in ``annotated``'s columns as read from any format (in CSV the
+    cluster id is text, empty for none, and the flag the text ``true`` or ``false``)."""
     cluster = table.column("cluster_id")
     if not pa.types.is_integer(cluster.type):
-        cluster = pc.cast(pc.if_else(pc.equal(cluster, ""), None, cluster), pa.int64())
+        text = cluster.cast(pa.string())
+        cluster = pc.cast(pc.if_else(pc.equal(text, ""), None, text), pa.int64())
     flags = table.column("is_duplicate")
     if not pa.types.is_boolean(flags.type):
         flags = pc.equal(pc.utf8_lower(flags.cast(pa.string())), "true")
@@ -247,3 +254,9 @@ def read_assignment(out_dir: str | Path, summary: dict[str, Any] | None = None) 
         representative=table.column("representative").combine_chunks(),
         is_duplicate=flags.combine_chunks().fill_null(False).to_numpy(zero_copy_only=False).astype(bool),
     )
+
+
+def positions_in(values: pa.Array | pa.ChunkedArray, among: pa.Array) -> np.ndarray:
+    """The position in ``among`` (unique ids) of each of ``values`` (int64; -1 where absent)."""
+    found = pc.index_in(values, value_set=among).fill_null(-1)
+    return np.asarray(found.to_numpy(zero_copy_only=False), dtype=np.int64)

@@ -46,6 +46,7 @@ from neardup.core.params import lsh_shape
 from neardup.core.shingles import shingle_sets
 from neardup.core.sorting import sorted_unique
 from neardup.core.text import TextBatch, encode_texts
+from neardup.engines.candidates import pack, unpack
 from neardup.errors import ConfigError, InputError
 from neardup.pipeline import Progress, exact_jaccard_in_blocks
 from neardup.report.metrics import pair_scores, removal_scores, singletons_apart
@@ -539,13 +540,13 @@ def _sweep_feature(
             bands, rows = shapes[t]
             buckets = build_buckets(band_keys(sigs, bands, rows), eligible=eligible)
             left, right = candidate_pairs(buckets, max_bucket)
-            packed_of.append(_pack(left, right))
+            packed_of.append(pack(left, right))
         own.append(clock.seconds)
     del sigs
 
     with _Timer() as verify_time:
         union = sorted_unique(np.concatenate(packed_of)) if packed_of else np.zeros(0, np.uint64)
-        u_left, u_right = _unpack(union)
+        u_left, u_right = unpack(union)
         jaccard = exact_jaccard_in_blocks(
             u_left, u_right, counts, lambda docs: shingle_sets(batch, docs, counts, text, shingle)
         )
@@ -557,7 +558,7 @@ def _sweep_feature(
             packed = packed_of[j]
             at = np.searchsorted(union, packed)
             ok = jaccard[at] >= t
-            left, right = _unpack(packed[ok])
+            left, right = unpack(packed[ok])
             clusters = assign_clusters(n, left, right, keep="first")
             pairs = pair_scores(singletons_apart(clusters.cluster), truth)
             removal = removal_scores(truth, ~clusters.keep, clusters.representative)
@@ -595,15 +596,6 @@ def _sweep_feature(
         signature_seconds=sig_time.seconds,
         verify_seconds=verify_time.seconds,
     )
-
-
-def _pack(left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """Pairs as one sortable uint64 each (candidate pairs are sorted this way already)."""
-    return (left.astype(np.uint64) << np.uint64(32)) | right.astype(np.uint64)
-
-
-def _unpack(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return (packed >> np.uint64(32)).astype(np.int64), (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)
 
 
 def _choose(
