@@ -68,3 +68,35 @@ def exact_jaccard_pairs(sets: ShingleSets, n_docs: int, left: np.ndarray, right:
     args = (slot, sets.starts, sets.lengths, sets.values, left, right, out)
     in_ranges(lambda lo, hi: _pairs_range(*args, lo, hi), left.size, _SERIAL_BELOW)
     return out
+
+
+@kernel
+def _intersections_range(
+    slot: np.ndarray,
+    starts: np.ndarray,
+    lengths: np.ndarray,
+    values: np.ndarray,
+    left: np.ndarray,
+    right: np.ndarray,
+    out: np.ndarray,
+    lo: int,
+    hi: int,
+) -> None:
+    for p in range(lo, hi):
+        ka = slot[left[p]]
+        kb = slot[right[p]]
+        a = values[starts[ka] : starts[ka] + lengths[ka]]
+        b = values[starts[kb] : starts[kb] + lengths[kb]]
+        out[p] = _intersection(a, b)
+
+
+def intersection_pairs(sets: ShingleSets, n_docs: int, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """int64: how many shingles each pair shares; every document in the pairs must be in ``sets``."""
+    slot = np.full(n_docs, -1, dtype=np.int64)
+    slot[sets.docs] = np.arange(sets.docs.size)
+    left = np.ascontiguousarray(left, dtype=np.int64)
+    right = np.ascontiguousarray(right, dtype=np.int64)
+    out = np.empty(left.size, dtype=np.int64)
+    args = (slot, sets.starts, sets.lengths, sets.values, left, right, out)
+    in_ranges(lambda lo, hi: _intersections_range(*args, lo, hi), left.size, _SERIAL_BELOW)
+    return out

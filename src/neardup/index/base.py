@@ -45,6 +45,18 @@ def bucket_ids(band_keys: np.ndarray) -> np.ndarray:
     return out
 
 
+def lookup_mask(band_keys: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    """``mask`` checked against ``band_keys`` (bool of its shape; all True when None)."""
+    if mask is None:
+        return np.ones(np.shape(band_keys), dtype=bool)
+    out = np.asarray(mask, dtype=bool)
+    if out.shape != np.shape(band_keys):
+        raise ValueError(
+            f"a lookup mask must have the band keys' shape {np.shape(band_keys)}, got {out.shape}"
+        )
+    return out
+
+
 def settings_diff(stored: dict[str, Any], wanted: dict[str, Any]) -> str:
     """``name=stored (not wanted), ...`` for each setting that differs."""
     return ", ".join(
@@ -247,10 +259,13 @@ class Storage(Protocol):
         """
         ...
 
-    def lookup(self, band_keys: np.ndarray, *, shingles: bool = False) -> Candidates:
+    def lookup(
+        self, band_keys: np.ndarray, *, shingles: bool = False, mask: np.ndarray | None = None
+    ) -> Candidates:
         """For each row of uint64[m, bands], the stored documents sharing at least one
         (band, key) with it, with their signatures (and shingles if asked), in one consistent
-        read: a document removed or replaced meanwhile is either wholly there or absent."""
+        read: a document removed or replaced meanwhile is either wholly there or absent.
+        ``mask`` (bool[m, bands]) limits each row to the bands where it is True."""
         ...
 
     def get_signatures(self, keys: Sequence[str]) -> np.ndarray:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from neardup.config import HASH_VERSION, DedupConfig
+from neardup.core.containment import Direction, containment_columns
 from neardup.core.lsh import band_keys
 from neardup.core.minhash import EMPTY_VALUE, MinHasher
 from neardup.core.shingles import ShingleSets, shingle_sets
@@ -20,6 +21,7 @@ from neardup.core.verify import exact_jaccard_pairs
 from neardup.errors import ConfigError, IndexSettingsError
 from neardup.index.base import Candidates, DocumentInfo, Storage
 from neardup.index.checking import CheckResult, InsertPolicy, check_many
+from neardup.index.containment import ContainmentMatch, containment_columns_of, query_containment_many
 from neardup.index.settings import FORMAT_VERSION, IndexSettings
 from neardup.index.url import open_storage
 
@@ -53,12 +55,13 @@ class LSHIndex:
         config: DedupConfig | None = None,
         *,
         keep_shingles: bool | None = None,
+        containment: bool | None = None,
     ) -> None:
         self.storage = storage
         stored = storage.read_settings()
         if stored is None:
             self.settings = IndexSettings.from_config(
-                config or DedupConfig(), keep_shingles=bool(keep_shingles)
+                config or DedupConfig(), keep_shingles=bool(keep_shingles), containment=bool(containment)
             )
             storage.write_settings(self.settings.to_dict())
         else:
@@ -72,6 +75,11 @@ class LSHIndex:
                     f"the index was built with keep_shingles={self.settings.keep_shingles!r} "
                     f"but this config uses keep_shingles={keep_shingles!r}"
                 )
+            if containment is not None and containment != self.settings.containment:
+                raise IndexSettingsError(
+                    f"the index was built with containment={self.settings.containment!r} "
+                    f"but this config uses containment={containment!r}"
+                )
         self._config = self.settings.to_config()
         self._hasher = MinHasher(self._config.minhash, self._config.text, self._config.shingle)
 
@@ -82,11 +90,12 @@ class LSHIndex:
         config: DedupConfig | None = None,
         *,
         keep_shingles: bool | None = None,
+        containment: bool | None = None,
     ) -> LSHIndex:
         """The index at a URL or path (see :func:`~neardup.index.open_storage`)."""
         storage = open_storage(url_or_path)
         try:
-            return cls(storage, config, keep_shingles=keep_shingles)
+            return cls(storage, config, keep_shingles=keep_shingles, containment=containment)
         except BaseException:
             storage.close()
             raise
@@ -102,17 +111,19 @@ class LSHIndex:
         keeps its last text.
 
         Each document's shingle count is stored for :meth:`info`: the distinct shingles in an index
-        that keeps shingles, otherwise the signature pass's count (a repeated shingle counted each
-        time), as counting distinct ones would take a second pass over the texts.
+        that keeps shingles or searches by containment, otherwise the signature pass's count (a
+        repeated shingle counted each time), as counting distinct ones would take a second pass
+        over the texts.
         """
         keys, texts = _last_wins(keys, texts, "texts")
         batch = encode_texts(list(texts))
         sigs, counts = self._hasher.signatures_with_counts(batch)
         shingles = None
         eligible = counts > 0
-        if self.settings.keep_shingles:
+        if self.settings.keep_shingles or self.settings.containment:
             sets = shingle_sets(batch, np.arange(len(keys)), counts, self._config.text, self._config.shingle)
-            shingles = [sets.get(i).copy() for i in range(len(keys))]
+            if self.settings.keep_shingles:
+                shingles = [sets.get(i).copy() for i in range(len(keys))]
             counts = sets.lengths
         self._insert(keys, sigs, shingles, eligible=eligible, shingle_counts=counts)
 
@@ -131,6 +142,8 @@ class LSHIndex:
         index that keeps shingles needs each document's sorted unique shingle hashes too. For
         :meth:`info`, each document's shingle count is the size of its shingle set when given,
         else ``shingle_counts`` (int64[n]; as ``signatures_with_counts`` makes them), else unknown.
+        A containment index needs each document's distinct shingle count: ``shingles`` or
+        ``shingle_counts`` of distinct shingles.
         """
         if settings is not None:
             self.settings.check_compatible(settings, what="signature")
@@ -139,6 +152,11 @@ class LSHIndex:
             raise ConfigError(
                 "this index keeps shingles for exact similarity: pass shingles= with the signatures, "
                 "or insert the texts with insert_many"
+            )
+        if self.settings.containment and shingles is None and shingle_counts is None:
+            raise ConfigError(
+                "this index searches by containment, which needs each document's distinct shingle "
+                "count: pass shingles= or shingle_counts= with the signatures"
             )
         if shingles is not None and len(shingles) != len(keys):
             raise ValueError(f"expected {len(keys)} shingle sets, got {len(shingles)}")
@@ -169,6 +187,14 @@ class LSHIndex:
         shingle_counts: np.ndarray | None,
     ) -> None:
         bk = band_keys(sigs, self.settings.bands, self.settings.rows)
+        if self.settings.containment:
+            sizes = (
+                np.zeros(len(keys), dtype=np.int64) if shingle_counts is None else np.asarray(shingle_counts)
+            )
+            extra = np.zeros((len(keys), containment_columns(self.settings.num_perm)), dtype=np.uint64)
+            if eligible.any():  # empty documents are in no band table
+                extra[eligible] = containment_columns_of(self, sigs[eligible], sizes[eligible])
+            bk = np.concatenate([bk, extra], axis=1)
         self.storage.insert(keys, sigs, bk, shingles, eligible=eligible, shingle_counts=shingle_counts)
 
     # -- querying ------------------------------------------------------------------------------
@@ -197,6 +223,44 @@ class LSHIndex:
         if exact:
             sets = shingle_sets(batch, np.arange(len(texts)), counts, self._config.text, self._config.shingle)
         return self._query(sigs, counts > 0, threshold=threshold, top_k=top_k, sets=sets)
+
+    def query_containment(
+        self,
+        text: str,
+        min_containment: float = 0.8,
+        *,
+        direction: Direction = "query_in_doc",
+        top_k: int | None = None,
+        exact: bool | None = None,
+    ) -> list[ContainmentMatch]:
+        """The stored documents whose containment with ``text`` is at least ``min_containment``,
+        best first (ties by key), at most ``top_k``: with ``direction="query_in_doc"`` the share
+        of the text's shingles found in the document, with ``"doc_in_query"`` the share of the
+        document's found in the text. Exact with stored shingles (``exact``, default: whether
+        the index keeps them), else estimated. Needs an index built with ``containment=True``.
+
+        >>> with LSHIndex.open("memory://", containment=True, keep_shingles=True) as index:
+        ...     index.insert("essay", "a long essay that quotes the cat sat on the mat today in it")
+        ...     index.query_containment("the cat sat on the mat today", 0.9)
+        [ContainmentMatch(key='essay', containment=1.0, exact=True)]
+        """
+        return self.query_containment_many(
+            [text], min_containment, direction=direction, top_k=top_k, exact=exact
+        )[0]
+
+    def query_containment_many(
+        self,
+        texts: Sequence[str],
+        min_containment: float = 0.8,
+        *,
+        direction: Direction = "query_in_doc",
+        top_k: int | None = None,
+        exact: bool | None = None,
+    ) -> list[list[ContainmentMatch]]:
+        """:meth:`query_containment` for each of ``texts``, in one batch."""
+        return query_containment_many(
+            self, texts, min_containment=min_containment, direction=direction, top_k=top_k, exact=exact
+        )
 
     def query_signature(
         self,

@@ -10,7 +10,14 @@ from typing import Any
 
 import numpy as np
 
-from neardup.index.base import Candidates, DocumentInfo, ExclusiveSection, check_batch, check_counts
+from neardup.index.base import (
+    Candidates,
+    DocumentInfo,
+    ExclusiveSection,
+    check_batch,
+    check_counts,
+    lookup_mask,
+)
 
 
 class MemoryStorage:
@@ -64,11 +71,16 @@ class MemoryStorage:
             for bucket in buckets:
                 self._buckets.setdefault(bucket, set()).add(key)
 
-    def lookup(self, band_keys: np.ndarray, *, shingles: bool = False) -> Candidates:
+    def lookup(
+        self, band_keys: np.ndarray, *, shingles: bool = False, mask: np.ndarray | None = None
+    ) -> Candidates:
+        keys = np.asarray(band_keys, dtype=np.uint64)
+        wanted = lookup_mask(keys, mask)
         per_row: list[set[str]] = []
-        for row in np.asarray(band_keys, dtype=np.uint64).tolist():
+        for row, row_mask in zip(keys, wanted, strict=True):
             found: set[str] = set()
-            for bucket in enumerate(row):
+            bands = np.flatnonzero(row_mask)
+            for bucket in zip(bands.tolist(), row[bands].tolist(), strict=True):
                 found.update(self._buckets.get(bucket, ()))
             per_row.append(found)
         return Candidates.from_rows(per_row, self.get_signatures, self.get_shingles if shingles else None)

@@ -90,14 +90,16 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import numpy as np
 
 from neardup.core.sorting import sorted_unique
-from neardup.errors import IndexSettingsError, StorageError
+from neardup.errors import ConfigError, IndexSettingsError, StorageError
 from neardup.index.base import (
     Candidates,
     DocumentInfo,
     ExclusiveSection,
     check_batch,
     check_counts,
+    lookup_mask,
 )
+from neardup.index.settings import IndexSettings
 
 LAYOUT_VERSION = 2
 DEFAULT_PREFIX = "neardup"
@@ -824,19 +826,23 @@ class RedisStorage:
                 commands += 1
         return parts, commands
 
-    def lookup(self, band_keys: np.ndarray, *, shingles: bool = False) -> Candidates:
+    def lookup(
+        self, band_keys: np.ndarray, *, shingles: bool = False, mask: np.ndarray | None = None
+    ) -> Candidates:
         keys = np.ascontiguousarray(band_keys, dtype=np.uint64)
         if keys.ndim != 2:
             raise ValueError(f"band keys must be a 2-D array (queries x bands), got shape {keys.shape}")
-        m, width = keys.shape
+        m = keys.shape[0]
+        wanted = lookup_mask(keys, mask)
+        cells = wanted.sum(axis=1)  # the bands each row looks up
         empty = np.empty(0, dtype=np.int64)
-        if m == 0 or width == 0:
+        if m == 0 or not cells.any():
             return Candidates([], np.empty((0, 0), dtype=np.uint32), [empty] * m, [] if shingles else None)
         # the distinct buckets, by shard; inverse: each (row, band)'s among them
-        buckets = np.empty(m * width, dtype=[("shard", "<i8"), ("key", "<u8")])
-        buckets["shard"] = _shards(keys).ravel()
-        buckets["key"] = keys.ravel()
-        inverse = shards_at = np.arange(width)
+        buckets = np.empty(int(cells.sum()), dtype=[("shard", "<i8"), ("key", "<u8")])
+        buckets["shard"] = _shards(keys)[wanted]
+        buckets["key"] = keys[wanted]
+        inverse = shards_at = np.arange(len(buckets))
         shards = buckets["shard"]
         if m > 1:  # a row's buckets are distinct already, each in a band (and a shard) of its own
             buckets, inverse = np.unique(buckets, return_inverse=True)
@@ -863,7 +869,7 @@ class RedisStorage:
             first = np.cumsum(sizes) - sizes
             at = np.repeat(first[inverse.ravel()] - (np.cumsum(per_entry) - per_entry), per_entry)
             cand = cands[at + np.arange(at.size)]
-            row = np.repeat(np.arange(m, dtype=np.int64), width).repeat(per_entry)
+            row = np.repeat(np.arange(m, dtype=np.int64), cells).repeat(per_entry)
             pairs = sorted_unique((row * len(names) + cand)[cand >= 0])
             ends = np.searchsorted(pairs, np.arange(m + 1, dtype=np.int64) * len(names))
             rows = [pairs[ends[q] : ends[q + 1]] - q * len(names) for q in range(m)]
@@ -1105,8 +1111,14 @@ class RedisStorage:
         return RedisStorage(_with_prefix(url, prefix), options=options)
 
     def _bands(self) -> int:
+        """Band columns per document (the shards' band numbers run below it)."""
         settings = self.read_settings()
-        return int(settings.get("bands", 0)) if settings else 0
+        if not settings:
+            return 0
+        try:
+            return IndexSettings.from_dict(settings).band_columns
+        except (IndexSettingsError, ConfigError):  # unreadable settings: drop what they say
+            return int(settings.get("bands", 0))
 
     def drop(self) -> None:
         """Delete every key of this index, its layout included, in one step (then close it)."""

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from neardup.config import HASH_VERSION, DedupConfig
+from neardup.core.containment import containment_columns
 from neardup.core.params import lsh_shape
 from neardup.errors import IndexSettingsError
 
@@ -34,7 +35,10 @@ class IndexSettings:
     """Everything that decides what an index stores.
 
     ``keep_shingles`` says whether the index keeps each document's shingle hashes (needed for exact
-    similarity); it is a property of the index, not of a signature, so it is never compared.
+    similarity); ``containment`` whether documents are also filed for containment search (see
+    :mod:`neardup.core.containment`), and ``partitions`` which size partitions hold documents
+    (it only grows). They are properties of the index, not of a signature, so they are never
+    compared.
     """
 
     format_version: int
@@ -51,12 +55,23 @@ class IndexSettings:
     rows: int
     threshold: float
     keep_shingles: bool = False
+    containment: bool = False
+    partitions: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         self.to_config()  # validates every value through the config's own checks
+        object.__setattr__(self, "partitions", tuple(sorted({int(p) for p in self.partitions})))
+
+    @property
+    def band_columns(self) -> int:
+        """Band keys per document: the Jaccard bands, then (in a containment index) the
+        containment layouts' bands."""
+        return self.bands + (containment_columns(self.num_perm) if self.containment else 0)
 
     @classmethod
-    def from_config(cls, config: DedupConfig, *, keep_shingles: bool = False) -> IndexSettings:
+    def from_config(
+        cls, config: DedupConfig, *, keep_shingles: bool = False, containment: bool = False
+    ) -> IndexSettings:
         """The settings of an index built under ``config`` by this version of neardup."""
         bands, rows = lsh_shape(config.lsh, config.minhash)
         return cls(
@@ -74,6 +89,7 @@ class IndexSettings:
             rows=rows,
             threshold=float(config.lsh.threshold),
             keep_shingles=keep_shingles,
+            containment=containment,
         )
 
     def to_config(self) -> DedupConfig:
@@ -95,14 +111,19 @@ class IndexSettings:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of every setting."""
-        return asdict(self)
+        """A JSON-ready dict of every setting; an index without containment search leaves its two
+        settings out, so that releases before them read it."""
+        out = asdict(self)
+        out["partitions"] = list(self.partitions)
+        if not self.containment:
+            del out["containment"], out["partitions"]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> IndexSettings:
         """Settings from :meth:`to_dict` output; a missing or unknown setting is an error."""
         names = {f.name for f in fields(cls)}
-        required = names - {"keep_shingles"}
+        required = names - {"keep_shingles", "containment", "partitions"}
         missing = sorted(required - data.keys())
         unknown = sorted(data.keys() - names)
         if missing or unknown:
@@ -115,6 +136,13 @@ class IndexSettings:
                 f"the stored index settings are not readable ({'; '.join(parts)}); "
                 "the index may come from another version of neardup"
             )
+        if "partitions" in data:
+            parts = data["partitions"]
+            if not isinstance(parts, (list, tuple)) or not all(
+                isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in parts
+            ):
+                raise IndexSettingsError(f"the stored index partitions are not readable: {parts!r}")
+            data = {**data, "partitions": tuple(parts)}
         return cls(**data)
 
     def check_compatible(

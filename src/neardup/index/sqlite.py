@@ -58,6 +58,7 @@ from neardup.index.base import (
     bucket_ids,
     check_batch,
     check_counts,
+    lookup_mask,
     settings_diff,
 )
 
@@ -366,9 +367,12 @@ class SQLiteStorage:
             # OR IGNORE: two bands of one document landing in one bucket (odds 2**-64) is harmless
             _insert_rows(conn, "INSERT OR IGNORE INTO bands (bucket, doc)", 2, band_rows.ravel().tolist())
 
-    def lookup(self, band_keys: np.ndarray, *, shingles: bool = False) -> Candidates:
+    def lookup(
+        self, band_keys: np.ndarray, *, shingles: bool = False, mask: np.ndarray | None = None
+    ) -> Candidates:
         buckets = bucket_ids(band_keys)
-        unique = sorted_unique(buckets).tolist()
+        wanted = lookup_mask(buckets, mask)
+        unique = sorted_unique(buckets[wanted]).tolist()
         hits: dict[int, list[str]] = {}
         signature_of: dict[str, bytes] = {}
         shingles_of: dict[str, bytes | None] = {}
@@ -392,9 +396,9 @@ class SQLiteStorage:
                     if shingles:
                         shingles_of[key] = row[3]
         per_row: list[set[str]] = []
-        for row_buckets in buckets.tolist():
+        for row_buckets, row_mask in zip(buckets, wanted, strict=True):
             found: set[str] = set()
-            for bucket in row_buckets:
+            for bucket in row_buckets[row_mask].tolist():
                 found.update(hits.get(bucket, ()))
             per_row.append(found)
         return Candidates.from_rows(

@@ -1,0 +1,231 @@
+"""Containment search over an index: which stored documents hold most of a query, or are held
+in it (see :mod:`neardup.core.containment` for the partitions and band layouts).
+
+A containment index files each document under its Jaccard bands and under the containment
+layouts of its size partition, and lists in its settings the partitions that hold documents.
+An insert that brings a partition not listed yet adds it to the settings first, inside the
+index's exclusive section, so a reader never meets a document in a partition it does not
+probe; a partition emptied by removals stays listed (it costs a query a few empty lookups).
+Every query reads the list afresh, so it sees what other processes inserted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from neardup.core.containment import (
+    Direction,
+    check_containment,
+    check_direction,
+    containment_band_keys,
+    estimate_containment,
+    layout_keys,
+    partition_of,
+    query_plan,
+    salted,
+)
+from neardup.core.shingles import ShingleSets, shingle_sets
+from neardup.core.text import encode_texts
+from neardup.core.verify import intersection_pairs
+from neardup.errors import ConfigError
+from neardup.index.settings import IndexSettings
+
+if TYPE_CHECKING:
+    from neardup.index.lsh_index import LSHIndex
+
+_QUERY_CHUNK = 256  # queries per storage lookup: bounds the probe matrix
+
+
+@dataclass(frozen=True)
+class ContainmentMatch:
+    """A stored document and its containment with the query (as the query's ``direction``
+    asks); ``exact`` says whether it is exact (from the stored shingles) or estimated."""
+
+    key: str
+    containment: float
+    exact: bool
+
+
+def check_containment_index(index: LSHIndex) -> None:
+    """A :class:`ConfigError` unless the index files documents for containment search."""
+    if not index.settings.containment:
+        raise ConfigError(
+            "this index was not built for containment search; build it with containment=True "
+            "(neardup index build --containment)"
+        )
+
+
+def containment_columns_of(index: LSHIndex, signatures: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The containment band keys of documents with these signatures and distinct shingle counts,
+    after recording their partitions in the index's settings."""
+    parts = partition_of(sizes)
+    _record_partitions(index, parts)
+    return containment_band_keys(signatures, parts)
+
+
+def _record_partitions(index: LSHIndex, partitions: np.ndarray) -> None:
+    new = set(np.unique(partitions).tolist()) - set(index.settings.partitions)
+    if not new:
+        return
+    storage = index.storage
+    with storage.exclusive():
+        stored = storage.read_settings()
+        current = IndexSettings.from_dict(stored) if stored is not None else index.settings
+        if not new <= set(current.partitions):
+            current = replace(current, partitions=(*current.partitions, *new))
+            storage.write_settings(current.to_dict())
+    index.settings = current
+
+
+def _current_partitions(index: LSHIndex) -> list[int]:
+    stored = index.storage.read_settings()
+    if stored is None:
+        return list(index.settings.partitions)
+    settings = IndexSettings.from_dict(stored)
+    if settings.partitions != index.settings.partitions:
+        index.settings = replace(index.settings, partitions=settings.partitions)
+    return list(settings.partitions)
+
+
+def query_containment_many(
+    index: LSHIndex,
+    texts: Sequence[str],
+    *,
+    min_containment: float = 0.8,
+    direction: Direction = "query_in_doc",
+    top_k: int | None = None,
+    exact: bool | None = None,
+) -> list[list[ContainmentMatch]]:
+    """For each text, the stored documents whose containment with it is at least
+    ``min_containment``, best first (ties by key), at most ``top_k``.
+
+    ``direction="query_in_doc"`` measures how much of the text is in a document (is this text
+    copied from somewhere?), ``"doc_in_query"`` how much of a document is in the text (what
+    does this text copy?). ``exact`` (default: whether the index keeps shingles) scores by the
+    stored shingle sets; otherwise by the estimate from the signatures and set sizes.
+    """
+    check_containment_index(index)
+    threshold = check_containment(min_containment)
+    way = check_direction(direction)
+    use_exact = index.settings.keep_shingles if exact is None else bool(exact)
+    index._check_query(None, top_k, use_exact)
+    config = index._config
+    batch = encode_texts(list(texts))
+    sigs, counts = index._hasher.signatures_with_counts(batch)
+    sets = shingle_sets(batch, np.arange(len(texts)), counts, config.text, config.shingle)
+    partitions = _current_partitions(index)
+    out: list[list[ContainmentMatch]] = []
+    for lo in range(0, len(texts), _QUERY_CHUNK):
+        hi = min(len(texts), lo + _QUERY_CHUNK)
+        out += _query_chunk(
+            index, sigs, sets, np.arange(lo, hi), partitions, threshold, way, top_k, use_exact
+        )
+    return out
+
+
+def _query_chunk(
+    index: LSHIndex,
+    sigs: np.ndarray,
+    sets: ShingleSets,
+    queries: np.ndarray,
+    partitions: list[int],
+    threshold: float,
+    direction: Direction,
+    top_k: int | None,
+    exact: bool,
+) -> list[list[ContainmentMatch]]:
+    settings = index.settings
+    num_perm = settings.num_perm
+    keys = layout_keys(sigs[queries])
+    sizes = sets.lengths[queries]
+    rows_of: list[int] = []  # each probe row's query (its place in ``queries``)
+    cells: list[tuple[int, np.ndarray, np.ndarray]] = []  # (row, columns, band keys)
+    for q in range(queries.size):
+        for probe in query_plan(int(sizes[q]), partitions, threshold, direction, num_perm):
+            first = probe.layout.first_column
+            cells.append(
+                (
+                    len(rows_of),
+                    settings.bands + first + np.arange(probe.bands),
+                    salted(keys[q, first : first + probe.bands], probe.partition),
+                )
+            )
+            rows_of.append(q)
+    results: list[list[ContainmentMatch]] = [[] for _ in range(queries.size)]
+    if not rows_of:
+        return results
+    probe_keys = np.zeros((len(rows_of), settings.band_columns), dtype=np.uint64)
+    mask = np.zeros(probe_keys.shape, dtype=bool)
+    for row, columns, band in cells:
+        probe_keys[row, columns] = band
+        mask[row, columns] = True
+    found = index.storage.lookup(probe_keys, shingles=exact, mask=mask)
+    if not found.keys:
+        return results
+    per_query: list[list[np.ndarray]] = [[] for _ in range(queries.size)]
+    for row, q in enumerate(rows_of):
+        per_query[q].append(found.rows[row])
+    doc_sizes = _doc_sizes(index, found.keys, found.shingles)
+    stored_sets = found.shingles
+    for q in range(queries.size):
+        cand = np.unique(np.concatenate(per_query[q])) if per_query[q] else np.empty(0, np.int64)
+        cand = cand[doc_sizes[cand] >= 0]
+        if cand.size == 0:
+            continue
+        query_set = sets.get(int(queries[q]))
+        scores = np.empty(cand.size, dtype=np.float64)
+        is_exact = np.zeros(cand.size, dtype=bool)
+        if exact and stored_sets is not None:
+            with_sets = np.array([stored_sets[i] is not None for i in cand.tolist()], dtype=bool)
+            if with_sets.any():
+                picked = cand[with_sets]
+                scores[with_sets] = _exact(query_set, [stored_sets[i] for i in picked.tolist()], direction)
+                is_exact[with_sets] = True
+        estimated = ~is_exact
+        if estimated.any():
+            picked = cand[estimated]
+            jaccard = np.count_nonzero(found.signatures[picked] == sigs[queries[q]], axis=1) / num_perm
+            scores[estimated] = estimate_containment(jaccard, sizes[q], doc_sizes[picked], direction)
+        keep = np.flatnonzero(scores >= threshold - 1e-12)
+        order = keep[np.argsort(-scores[keep], kind="stable")]  # candidates are sorted by key
+        if top_k is not None:
+            order = order[:top_k]
+        results[q] = [
+            ContainmentMatch(found.keys[int(cand[i])], min(1.0, float(scores[i])), bool(is_exact[i]))
+            for i in order.tolist()
+        ]
+    return results
+
+
+def _doc_sizes(index: LSHIndex, keys: list[str], shingles: list[np.ndarray | None] | None) -> np.ndarray:
+    """int64: each candidate's distinct shingle count (-1 where unknown): from the shingles read
+    with it when there are any, else from the stored count."""
+    sizes = np.full(len(keys), -1, dtype=np.int64)
+    missing = list(range(len(keys)))
+    if shingles is not None:
+        missing = []
+        for i, s in enumerate(shingles):
+            if s is None:
+                missing.append(i)
+            else:
+                sizes[i] = s.size
+    if missing:
+        infos = index.storage.info([keys[i] for i in missing])
+        for i, info in zip(missing, infos, strict=True):
+            if info is not None and info.shingles is not None:
+                sizes[i] = info.shingles
+    return sizes
+
+
+def _exact(query: np.ndarray, stored: list[np.ndarray], direction: Direction) -> np.ndarray:
+    """Exact containment of the query set with each stored set."""
+    packed = ShingleSets.from_sets([query, *stored])
+    right = np.arange(1, len(stored) + 1, dtype=np.int64)
+    shared = intersection_pairs(packed, len(stored) + 1, np.zeros(len(stored), dtype=np.int64), right)
+    denominator = packed.lengths[1:] if direction == "doc_in_query" else np.full(len(stored), query.size)
+    out: np.ndarray = np.where(denominator > 0, shared / np.maximum(denominator, 1), 0.0)
+    return out
