@@ -289,3 +289,56 @@ def test_index_add_help_says_the_settings_come_from_the_index() -> None:
         assert "[default: the index's" in line, line
     built = CliRunner().invoke(main, ["index", "build", "--help"], terminal_width=200).output
     assert "[default: word]" in built  # a new index shows neardup's own defaults
+
+
+ESSAY = (
+    "students often write long essays about rivers and mountains and the weather of the north "
+    "and then they quote the quick brown fox jumps over the lazy dog near the river bank before "
+    "going on about harvest festivals markets bread cheese and the songs sung in old villages"
+)
+
+
+def test_query_by_containment(tmp_path: Path) -> None:
+    docs = [*DOCS, {"id": "essay", "text": ESSAY}]
+    idx = tmp_path / "idx.db"
+    built = run(
+        "index", "build", jsonl(tmp_path / "docs.jsonl", docs), "--index", idx, "--id-column", "id",
+        "--containment", "--keep-shingles", "-q",
+    )  # fmt: skip
+    assert built.exit_code == 0, built.output
+    s = stats(idx)["settings"]
+    assert isinstance(s, dict) and s["containment"] is True and s["partitions"]
+    fox = "the quick brown fox jumps over the lazy dog near the river bank"
+    jaccard = run("index", "query", "--index", idx, "--text", fox, "--json")
+    assert [json.loads(line)["key"] for line in jaccard.stdout.splitlines()] == ["a"]  # the essay: J 0.2
+    q = run("index", "query", "--index", idx, "--text", fox, "--containment", "0.8", "--json")
+    assert q.exit_code == 0, q.output
+    assert [json.loads(line) for line in q.stdout.splitlines()] == [
+        {"query": 0, "key": "a", "containment": 1.0, "exact": True},
+        {"query": 0, "key": "essay", "containment": 1.0, "exact": True},
+    ]
+    back = run(
+        "index", "query", "--index", idx, "--text", ESSAY, "--containment", "0.9",
+        "--direction", "doc_in_query", "--json",
+    )  # fmt: skip
+    assert [json.loads(line)["key"] for line in back.stdout.splitlines()] == ["a", "essay"]
+    table = run("index", "query", "--index", idx, "--text", fox, "--containment", "0.8", "--top-k", "1")
+    assert table.exit_code == 0 and "containment" in table.stdout and "essay" not in table.stdout
+    both = run("index", "query", "--index", idx, "--text", fox, "--containment", "0.8", "--threshold", "0.5")
+    assert both.exit_code == 2
+    assert "--threshold is a Jaccard similarity; with --containment give only C" in both.stderr
+    bad = run("index", "query", "--index", idx, "--text", fox, "--containment", "1.5")
+    assert bad.exit_code == 2 and "min_containment must be in (0, 1], got 1.5" in bad.stderr
+
+
+def test_query_by_containment_needs_a_containment_index(tmp_path: Path) -> None:
+    idx = build(tmp_path, "-q")
+    assert stats(idx)["settings"]["containment"] is False  # type: ignore[index]
+    q = run("index", "query", "--index", idx, "--text", "the quick brown fox", "--containment", "0.8")
+    assert q.exit_code == 2
+    assert q.stderr == (
+        "neardup: error: this index was not built for containment search; build it with containment=True "
+        "(neardup index build --containment)\n"
+    )
+    table = run("index", "stats", "--index", idx)
+    assert "not searchable (build with --containment)" in table.stdout

@@ -774,3 +774,119 @@ def test_redis_layout_version_checked(redis_url: str) -> None:
         RedisStorage(redis_url)
     client.close()
     storage.close()
+
+
+# -- containment search ----------------------------------------------------------------------------
+
+
+def _planted(seed: int = 11) -> tuple[str, dict[str, str]]:
+    """A source text and documents holding 25-100% of it inside 0-8 times as much other text
+    (from a vocabulary of its own, so only the planted part is shared), plus unrelated ones."""
+    rng = np.random.default_rng(seed)
+    source = [f"s{i}" for i in range(80)]
+    docs: dict[str, str] = {}
+    for share in (0.25, 0.5, 0.75, 1.0):
+        for pad in (0, 1, 4, 8):
+            length = int(share * len(source))
+            start = int(rng.integers(0, len(source) - length + 1))
+            other = [f"o{int(w)}" for w in rng.integers(0, 5000, size=pad * length)]
+            cut = int(rng.integers(0, len(other) + 1))
+            docs[f"c{int(share * 100):03d}p{pad}"] = " ".join(
+                other[:cut] + source[start : start + length] + other[cut:]
+            )
+    for i in range(6):
+        docs[f"unrelated{i}"] = " ".join(
+            f"u{int(w)}" for w in rng.integers(0, 5000, size=int(rng.integers(20, 400)))
+        )
+    return " ".join(source), docs
+
+
+def _containment(query: str, doc: str, direction: str) -> float:
+    q, x = neardup.shingle_hashes(query), neardup.shingle_hashes(doc)
+    shared = np.intersect1d(q, x).size
+    return shared / (q.size if direction == "query_in_doc" else x.size)
+
+
+@pytest.mark.parametrize("direction", ["query_in_doc", "doc_in_query"])
+def test_containment_exact_and_estimated_round_trip(backend: Backend, direction: str) -> None:
+    source, docs = _planted()
+    index = LSHIndex(backend.open(), keep_shingles=True, containment=True)
+    index.insert_many(list(docs), list(docs.values()))
+    queries = [source, *list(docs.values())[:3]]
+    exact = index.query_containment_many(queries, 0.5, direction=direction)  # type: ignore[arg-type]
+    estimated = index.query_containment_many(queries, 0.5, direction=direction, exact=False)  # type: ignore[arg-type]
+    index.close()
+    for query, matches in zip(queries, exact, strict=True):
+        truth = {k for k, t in docs.items() if _containment(query, t, direction) >= 0.5}
+        assert {m.key for m in matches} == truth
+        for m in matches:
+            assert m.exact and m.containment == pytest.approx(_containment(query, docs[m.key], direction))
+        assert [(-m.containment, m.key) for m in matches] == sorted((-m.containment, m.key) for m in matches)
+    if direction == "query_in_doc":  # the source is in every document holding it whole
+        assert {m.key for m in exact[0]} >= {"c100p0", "c100p1", "c100p4", "c100p8"}
+    else:  # and holds every part of itself that stands alone
+        assert {m.key for m in exact[0]} >= {"c025p0", "c050p0", "c075p0", "c100p0"}
+    for matches in estimated:
+        assert all(not m.exact and m.containment >= 0.5 for m in matches)
+
+    again = LSHIndex(backend.open())  # the stored settings: containment and its partitions
+    assert again.settings.containment and again.settings.partitions == index.settings.partitions
+    assert again.query_containment_many(queries, 0.5, direction=direction) == exact  # type: ignore[arg-type]
+    assert again.query_containment_many(queries, 0.5, direction=direction, exact=False) == estimated  # type: ignore[arg-type]
+
+
+def test_containment_partitions_grow_for_every_reader(backend: Backend) -> None:
+    source, docs = _planted()
+    writer = LSHIndex(backend.open(), keep_shingles=True, containment=True)
+    writer.insert("short", source)
+    reader = LSHIndex(backend.open())
+    before = reader.settings.partitions
+    assert [m.key for m in reader.query_containment(source, 0.9)] == ["short"]
+    writer.insert_many(["c100p8", "c025p0"], [docs["c100p8"], docs["c025p0"]])  # new size partitions
+    assert len(writer.settings.partitions) > len(before)
+    assert [m.key for m in reader.query_containment(source, 0.9)] == ["c100p8", "short"]
+    assert reader.settings.partitions == writer.settings.partitions
+    writer.remove("c100p8")
+    writer.insert("short", "nothing of the source here at all")
+    assert reader.query_containment(source, 0.9) == []
+    info = writer.storage.info(["c025p0"])[0]
+    assert info is not None and info.shingles == neardup.shingle_hashes(docs["c025p0"]).size
+
+
+def test_containment_through_check_many_and_signatures(backend: Backend) -> None:
+    source, docs = _planted()
+    index = LSHIndex(backend.open(), containment=True)  # no shingles: estimates only
+    index.check_many([docs["c100p4"]], ["checked"], insert="always")
+    info = index.storage.info(["checked"])[0]
+    assert info is not None and info.shingles == neardup.shingle_hashes(docs["c100p4"]).size
+    sigs = neardup.signatures([docs["c100p1"]])
+    with pytest.raises(ConfigError, match="needs each document's distinct shingle count"):
+        index.insert_signatures(["by-signature"], sigs)
+    index.insert_signatures(
+        ["by-signature"], sigs, shingle_counts=np.array([neardup.shingle_hashes(docs["c100p1"]).size])
+    )
+    found = index.query_containment(source, 0.8)
+    assert {m.key for m in found} == {"checked", "by-signature"} and not any(m.exact for m in found)
+    with pytest.raises(ConfigError, match="needs the documents' shingles"):
+        index.query_containment(source, 0.8, exact=True)
+
+
+def test_containment_needs_a_containment_index(backend: Backend) -> None:
+    index = LSHIndex(backend.open())
+    index.insert("a", "some words to index here")
+    with pytest.raises(ConfigError) as err:
+        index.query_containment("some words to index here")
+    assert str(err.value) == (
+        "this index was not built for containment search; build it with containment=True "
+        "(neardup index build --containment)"
+    )
+    with pytest.raises(
+        IndexSettingsError, match="built with containment=False but this config uses containment=True"
+    ):
+        LSHIndex(backend.open(), containment=True)
+    assert "containment" not in index.settings.to_dict()  # readable by releases before containment
+    for bad in (0, 1.5, "0.8", True):
+        with pytest.raises(ConfigError, match="min_containment must be in"):
+            LSHIndex(MemoryStorage(), containment=True).query_containment("x y", bad)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="direction must be one of query_in_doc, doc_in_query"):
+        LSHIndex(MemoryStorage(), containment=True).query_containment("x y", direction="both")  # type: ignore[arg-type]

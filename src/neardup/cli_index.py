@@ -99,6 +99,11 @@ def index() -> None:
     "--keep-shingles", is_flag=True, help="Also store each document's shingles, for exact similarity."
 )
 @click.option(
+    "--containment",
+    is_flag=True,
+    help="Also file documents for containment search (index query --containment).",
+)
+@click.option(
     "--replace",
     "replace_existing",
     is_flag=True,
@@ -125,6 +130,7 @@ def index_build(
     keep_punctuation: bool,
     fp_weight: float | None,
     keep_shingles: bool,
+    containment: bool,
     replace_existing: bool,
     on_error: Literal["stop", "skip"],
     quiet: bool,
@@ -160,7 +166,9 @@ def index_build(
     corpus = _read_for_index(inputs, options)
     err = Console(stderr=True, quiet=quiet)
     with _errors():
-        idx = build_index(index_url, config, keep_shingles=keep_shingles, replace=replace_existing)
+        idx = build_index(
+            index_url, config, keep_shingles=keep_shingles, containment=containment, replace=replace_existing
+        )
     _print_shape(err, config)
     with idx:
         added = _insert_corpus(idx, corpus, err)
@@ -249,8 +257,28 @@ def index_add(
 @click.option(
     "--threshold", type=float, default=None, help="Lowest similarity returned [default: the index's]."
 )
+@click.option(
+    "--containment",
+    "min_containment",
+    type=float,
+    default=None,
+    metavar="C",
+    help="Search by containment instead: documents sharing at least C of the query's shingles "
+    "(needs an index built with --containment).",
+)
+@click.option(
+    "--direction",
+    type=click.Choice(["query_in_doc", "doc_in_query"]),
+    default="query_in_doc",
+    show_default=True,
+    help="With --containment: the share of the query found in a document, or of a document in the query.",
+)
 @click.option("--top-k", type=int, default=None, help="At most K matches per query.")
-@click.option("--exact", is_flag=True, help="Exact Jaccard (needs an index built with --keep-shingles).")
+@click.option(
+    "--exact",
+    is_flag=True,
+    help="Exact scores (needs an index built with --keep-shingles; with --containment, the default there).",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per match on standard output.")
 def index_query(
     index_url: str,
@@ -260,6 +288,8 @@ def index_query(
     id_column: str | None,
     lines: bool,
     threshold: float | None,
+    min_containment: float | None,
+    direction: Literal["query_in_doc", "doc_in_query"],
     top_k: int | None,
     exact: bool,
     as_json: bool,
@@ -272,9 +302,17 @@ def index_query(
     "similarity": ..., "exact": ...}. "query" is the query's id: its
     --id-column value, its row number (from 0) in --file, or 0. No match is not
     an error: the exit code is 0.
+
+    With --containment C the score is containment, not Jaccard: with
+    --direction query_in_doc (the default) the share of the query's shingles
+    found in a document (is this text copied from one?), with doc_in_query the
+    share of a document's found in the query (which documents does it copy?).
+    Matches are never below C; "containment" replaces "similarity" in --json.
     """
     if text is not None and query_file is not None:
         _fail("give either --text or --file, not both", EXIT_USAGE)
+    if min_containment is not None and threshold is not None:
+        _fail("--threshold is a Jaccard similarity; with --containment give only C", EXIT_USAGE)
     if query_file is not None:
         from neardup.io import read_corpus
 
@@ -285,22 +323,30 @@ def index_query(
     else:
         query_ids = [0]
         texts = [text if text is not None else sys.stdin.read()]
+    score = "similarity" if min_containment is None else "containment"
     with _open_index(index_url) as idx, _errors():
-        found = idx.query_many(texts, threshold=threshold, top_k=top_k, exact=exact)
-    rows = [(q, m) for q, ms in zip(query_ids, found, strict=True) for m in ms]
+        if min_containment is None:
+            found = idx.query_many(texts, threshold=threshold, top_k=top_k, exact=exact)
+        else:
+            found = idx.query_containment_many(
+                texts, min_containment, direction=direction, top_k=top_k, exact=True if exact else None
+            )
+    rows = [
+        (q, m.key, getattr(m, score), m.exact) for q, ms in zip(query_ids, found, strict=True) for m in ms
+    ]
     if as_json:
-        for q, m in rows:
-            record = {"query": q, "key": m.key, "similarity": round(m.similarity, 6), "exact": m.exact}
+        for q, key, value, is_exact in rows:
+            record = {"query": q, "key": key, score: round(value, 6), "exact": is_exact}
             click.echo(json.dumps(record, ensure_ascii=False))
         return
     if not rows:
         click.echo("no matches", err=True)
         return
     table = Table(show_header=True, header_style="bold")
-    for name, justify in (("query", "left"), ("key", "left"), ("similarity", "right"), ("exact", "left")):
+    for name, justify in (("query", "left"), ("key", "left"), (score, "right"), ("exact", "left")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for q, m in rows:
-        table.add_row(str(q), m.key, f"{m.similarity:.4f}", "yes" if m.exact else "no")
+    for q, key, value, is_exact in rows:
+        table.add_row(str(q), key, f"{value:.4f}", "yes" if is_exact else "no")
     Console(soft_wrap=True).print(table)
 
 
@@ -350,6 +396,12 @@ def index_stats(index_url: str, as_json: bool) -> None:
         ("LSH shape", f"{stats['bands']} bands x {stats['rows']} rows ({s['num_perm']} permutations)"),
         ("Threshold", f"{s['threshold']}"),
         ("Shingles", f"{s['shingle_mode']} {s['ngram']}-grams" + (", kept" if s["keep_shingles"] else "")),
+        (
+            "Containment",
+            f"searchable ({len(s['partitions'])} size partitions hold documents)"
+            if s["containment"]
+            else "not searchable (build with --containment)",
+        ),
         ("Seed", f"{s['seed']}"),
         (
             "Normalisation",

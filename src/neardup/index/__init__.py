@@ -8,6 +8,7 @@
 """
 
 from neardup.index.base import DocumentInfo, Storage, bucket_ids
+from neardup.index.containment import ContainmentMatch
 from neardup.index.lsh_index import LSHIndex, Match
 from neardup.index.memory import MemoryStorage
 from neardup.index.redis import RedisStorage
@@ -17,6 +18,7 @@ from neardup.index.url import open_storage
 
 __all__ = [
     "FORMAT_VERSION",
+    "ContainmentMatch",
     "DocumentInfo",
     "IndexSettings",
     "LSHIndex",

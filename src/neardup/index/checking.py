@@ -77,7 +77,9 @@ def check_many(
         missing = [i for i, k in enumerate(keys) if k is None]
         if missing:
             raise ConfigError(f"insert={insert} needs a key for every text; text [{missing[0]}] has none")
-    sketches = _sketch(index, texts, shingles=exact or (insert != "never" and index.settings.keep_shingles))
+    settings = index.settings
+    needs_sets = insert != "never" and (settings.keep_shingles or settings.containment)
+    sketches = _sketch(index, texts, shingles=exact or needs_sets)
     if insert == "never":
         found = _lookup(index, sketches, top_k, exact)
         return [CheckResult(k, m, bool(m), False) for k, m in zip(keys, found, strict=True)]
@@ -98,9 +100,10 @@ def check_many(
         rows = np.array(sorted(last.values()), dtype=np.int64)
         if rows.size:
             shingles, counts = None, sketches.counts[rows]  # counted as insert_many counts them
-            if index.settings.keep_shingles and sketches.sets is not None:
-                shingles = [sketches.sets.get(int(r)).copy() for r in rows]
+            if sketches.sets is not None and (settings.keep_shingles or settings.containment):
                 counts = sketches.sets.lengths[rows]
+                if settings.keep_shingles:
+                    shingles = [sketches.sets.get(int(r)).copy() for r in rows]
             index._insert(
                 [str(keys[r]) for r in rows],
                 sketches.signatures[rows],

@@ -434,7 +434,11 @@ class LSHIndex:
             "documents": self.storage.count(),
             "bands": self.settings.bands,
             "rows": self.settings.rows,
-            "settings": self.settings.to_dict(),
+            "settings": {
+                **self.settings.to_dict(),
+                "containment": self.settings.containment,
+                "partitions": list(self.settings.partitions),
+            },
             "size_bytes": self.storage.size_bytes(),
             "backend": url.partition("://")[0],
             "url": url,

@@ -118,12 +118,13 @@ def open_index(
     settings: Mapping[str, Any] | None = None,
     create: bool = False,
     keep_shingles: bool | None = None,
+    containment: bool | None = None,
 ) -> LSHIndex:
     """The index at ``url``, its settings checked against those ``settings`` give.
 
     A missing index is an :class:`IndexNotFoundError` unless ``create``, which makes it from
-    ``settings`` (and ``keep_shingles``). Errors of the settings are :class:`ConfigError`, of the
-    backend :class:`StorageError`.
+    ``settings`` (and ``keep_shingles``, ``containment``). Errors of the settings are
+    :class:`ConfigError`, of the backend :class:`StorageError`.
 
     >>> with open_index("memory://", create=True, settings={"threshold": 0.7}) as index:
     ...     index.settings.threshold
@@ -137,9 +138,9 @@ def open_index(
             if not create:
                 raise IndexNotFoundError(location)
             config = DedupConfig.create(**_given(settings, CREATE_SETTINGS))
-            return LSHIndex(storage, config, keep_shingles=keep_shingles)
+            return LSHIndex(storage, config, keep_shingles=keep_shingles, containment=containment)
         merged = None if not settings else merged_config(IndexSettings.from_dict(stored), settings)
-        return LSHIndex(storage, merged, keep_shingles=keep_shingles)
+        return LSHIndex(storage, merged, keep_shingles=keep_shingles, containment=containment)
     except BaseException:
         storage.close()
         raise
@@ -150,6 +151,7 @@ def build_index(
     config: DedupConfig,
     *,
     keep_shingles: bool = False,
+    containment: bool = False,
     replace: bool = False,
 ) -> LSHIndex:
     """A new, empty index at ``url`` with ``config``'s settings.
@@ -167,7 +169,8 @@ def build_index(
                 raise IndexExistsError(location, count)
             if count:
                 storage.remove(list(storage.keys()))
-        storage.write_settings(IndexSettings.from_config(config, keep_shingles=keep_shingles).to_dict())
+        settings = IndexSettings.from_config(config, keep_shingles=keep_shingles, containment=containment)
+        storage.write_settings(settings.to_dict())
         return LSHIndex(storage)
     except BaseException:
         storage.close()
