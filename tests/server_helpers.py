@@ -52,13 +52,15 @@ def write_keys(folder: Path) -> Path:
     return path
 
 
-def build_index(folder: Path, index: str, *, keep_shingles: bool = False) -> None:
+def build_index(folder: Path, index: str, *, keep_shingles: bool = False, containment: bool = False) -> None:
     """An index of :data:`CORPUS` at ``index``."""
     corpus = folder / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"id": k, "text": t}) + "\n" for k, t in CORPUS.items()))
     args = [NEARDUP, "index", "build", str(corpus), "--index", index, "--id-column", "id", "--replace"]
     if keep_shingles:
         args.append("--keep-shingles")
+    if containment:
+        args.append("--containment")
     subprocess.run(args, check=True, capture_output=True)
 
 

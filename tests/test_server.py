@@ -488,3 +488,44 @@ def test_without_the_server_extra_the_message_names_it(tmp_path: Path) -> None:
         2,
         "neardup: error: neardup serve needs uvicorn: pip install 'neardup[server]'\n",
     )
+
+
+# -- containment -------------------------------------------------------------------------------
+
+LETTER = (
+    "Dear friends, we spent the summer by the sea and every morning we walked down to the water. "
+    "The market sells fresh bread, cheese and olives every Saturday morning. "
+    "We hope to see you all again next year when the boats come back from the islands."
+)
+
+
+def test_containment_mode_on_a_containment_index(tmp_path: Path) -> None:
+    index = str(tmp_path / "idx.db")
+    build_index(tmp_path, index, keep_shingles=True, containment=True)
+    with running(tmp_path, index) as srv, srv.client("write") as http:
+        found = http.post(
+            "/v1/check", json={"text": LETTER, "mode": "containment", "direction": "doc_in_query"}
+        )
+        assert found.status_code == 200, found.text
+        [result] = found.json()["results"]
+        assert result["is_duplicate"] and result["matches"] == [
+            {"id": "market", "containment": 1.0, "exact": True}
+        ]
+        jaccard = http.post("/v1/check", json={"text": LETTER})
+        assert jaccard.json()["results"][0]["matches"] == []  # the letter is not similar to it
+        asked = {"mode": "containment", "min_containment": 0.6, "insert": "if_new"}
+        added = http.post("/v1/check", json={**asked, "texts": [{"text": LETTER, "id": "letter"}]})
+        assert added.json()["results"][0]["inserted"] is True
+        again = http.post("/v1/check", json={**asked, "texts": [{"text": LETTER, "id": "letter2"}]})
+        [second] = again.json()["results"]
+        assert not second["inserted"] and [m["id"] for m in second["matches"]] == ["letter"]
+        for bad in ({"min_containment": 0}, {"min_containment": 1.5}, {"direction": "both"}, {"mode": "x"}):
+            refused = http.post("/v1/check", json={"text": LETTER, "mode": "containment", **bad})
+            assert refused.status_code == 422, refused.text
+
+
+def test_containment_mode_needs_a_containment_index(server: Server) -> None:
+    with server.client("read") as http:
+        refused = http.post("/v1/check", json={"text": COPY, "mode": "containment"})
+    assert refused.status_code == 409
+    assert "mode containment needs an index built for containment search" in refused.json()["detail"]

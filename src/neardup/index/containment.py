@@ -32,6 +32,7 @@ from neardup.core.shingles import ShingleSets, shingle_sets
 from neardup.core.text import encode_texts
 from neardup.core.verify import intersection_pairs
 from neardup.errors import ConfigError
+from neardup.index.checking import INSERT_POLICIES, InsertPolicy
 from neardup.index.settings import IndexSettings
 
 if TYPE_CHECKING:
@@ -229,3 +230,58 @@ def _exact(query: np.ndarray, stored: list[np.ndarray], direction: Direction) ->
     denominator = packed.lengths[1:] if direction == "doc_in_query" else np.full(len(stored), query.size)
     out: np.ndarray = np.where(denominator > 0, shared / np.maximum(denominator, 1), 0.0)
     return out
+
+
+@dataclass(frozen=True)
+class ContainmentCheck:
+    """One text checked by containment: its key, its matches best first, whether it is a
+    duplicate (it matched something) and whether it was inserted."""
+
+    key: str | None
+    matches: list[ContainmentMatch]
+    is_duplicate: bool
+    inserted: bool
+
+
+def check_containment_many(
+    index: LSHIndex,
+    texts: Sequence[str],
+    keys: Sequence[str | None] | None = None,
+    *,
+    insert: InsertPolicy = "never",
+    min_containment: float = 0.8,
+    direction: Direction = "query_in_doc",
+    top_k: int | None = None,
+    exact: bool | None = None,
+) -> list[ContainmentCheck]:
+    """:func:`~neardup.index.checking.check_many` by containment: each text's matches as
+    :func:`query_containment_many` finds them, and by ``insert`` (``never``; ``if_new``: the
+    texts that match nothing, atomically across processes; ``always``) the texts inserted under
+    their keys. The texts of one batch are checked against the index, not against each other."""
+    key_list = list(keys) if keys is not None else [None] * len(texts)
+    if len(key_list) != len(texts):
+        raise ValueError(f"{len(key_list)} keys but {len(texts)} texts")
+    if insert not in INSERT_POLICIES:
+        raise ConfigError(f"insert must be one of {', '.join(INSERT_POLICIES)}, got {insert!r}")
+    if insert != "never":
+        missing = [i for i, k in enumerate(key_list) if k is None]
+        if missing:
+            raise ConfigError(f"insert={insert} needs a key for every text; text [{missing[0]}] has none")
+
+    def run() -> list[ContainmentCheck]:
+        found = query_containment_many(
+            index, texts, min_containment=min_containment, direction=direction, top_k=top_k, exact=exact
+        )
+        chosen = [i for i, m in enumerate(found) if insert == "always" or (insert == "if_new" and not m)]
+        if chosen:
+            index.insert_many([str(key_list[i]) for i in chosen], [texts[i] for i in chosen])
+        picked = set(chosen)
+        return [
+            ContainmentCheck(k, m, bool(m), i in picked)
+            for i, (k, m) in enumerate(zip(key_list, found, strict=True))
+        ]
+
+    if insert == "if_new":
+        with index.exclusive():
+            return run()
+    return run()

@@ -21,7 +21,13 @@ from neardup.core.verify import exact_jaccard_pairs
 from neardup.errors import ConfigError, IndexSettingsError
 from neardup.index.base import Candidates, DocumentInfo, Storage
 from neardup.index.checking import CheckResult, InsertPolicy, check_many
-from neardup.index.containment import ContainmentMatch, containment_columns_of, query_containment_many
+from neardup.index.containment import (
+    ContainmentCheck,
+    ContainmentMatch,
+    check_containment_many,
+    containment_columns_of,
+    query_containment_many,
+)
 from neardup.index.settings import FORMAT_VERSION, IndexSettings
 from neardup.index.url import open_storage
 
@@ -407,6 +413,30 @@ class LSHIndex:
     def info_many(self, keys: Sequence[str]) -> list[DocumentInfo | None]:
         """:meth:`info` for each of ``keys``, in one batch."""
         return self.storage.info(list(keys))
+
+    def check_containment_many(
+        self,
+        texts: Sequence[str],
+        keys: Sequence[str | None] | None = None,
+        *,
+        insert: InsertPolicy = "never",
+        min_containment: float = 0.8,
+        direction: Direction = "query_in_doc",
+        top_k: int | None = None,
+        exact: bool | None = None,
+    ) -> list[ContainmentCheck]:
+        """:meth:`check_many` by containment: see
+        :func:`neardup.index.containment.check_containment_many`."""
+        return check_containment_many(
+            self,
+            texts,
+            keys,
+            insert=insert,
+            min_containment=min_containment,
+            direction=direction,
+            top_k=top_k,
+            exact=exact,
+        )
 
     def exclusive(self) -> AbstractContextManager[None]:
         """A section that one holder at a time is in, across threads and the processes sharing the

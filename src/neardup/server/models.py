@@ -36,7 +36,21 @@ class CheckRequest(BaseModel):
         "requests insert a text once); always. Inserting needs an id for every text.",
     )
     exact: bool | None = Field(
-        None, description="Exact Jaccard (needs an index that keeps shingles); default: whether it does."
+        None, description="Exact scores (needs an index that keeps shingles); default: whether it does."
+    )
+    mode: Literal["jaccard", "containment"] = Field(
+        "jaccard",
+        description="jaccard: similar texts (never below the index's threshold); containment: "
+        "texts sharing at least min_containment of the shingles, as direction says (needs an "
+        "index built with --containment). A batch is checked against the index, not itself.",
+    )
+    min_containment: float = Field(
+        0.8, gt=0, le=1, strict=False, description="With mode containment: the least containment."
+    )
+    direction: Literal["query_in_doc", "doc_in_query"] = Field(
+        "query_in_doc",
+        description="With mode containment: query_in_doc, the share of the text found in a "
+        "document; doc_in_query, the share of a document found in the text.",
     )
 
     @field_validator("top_k", mode="before")
@@ -63,7 +77,8 @@ class CheckRequest(BaseModel):
 
 class MatchOut(BaseModel):
     id: str
-    similarity: float
+    similarity: float | None = Field(None, description="Jaccard (mode jaccard).")
+    containment: float | None = Field(None, description="Containment (mode containment).")
     exact: bool
 
 
