@@ -250,6 +250,14 @@ def _index_settings_options(f: Any) -> Any:
     help="Treat documents that are empty after normalisation as duplicates of each other.",
 )
 @click.option(
+    "--containment",
+    type=float,
+    default=None,
+    metavar="C",
+    help="Decide by containment, not Jaccard: a row goes when at least C of its shingles are in a "
+    "larger kept row, which is kept in its place.",
+)
+@click.option(
     "--output-format",
     type=click.Choice(list(OUTPUT_FORMATS)),
     default=None,
@@ -374,6 +382,7 @@ def dedup(
     keep_case: bool,
     keep_punctuation: bool,
     match_empty: bool,
+    containment: float | None,
     output_format: str | None,
     outputs: str | None,
     keep_layout: bool,
@@ -418,6 +427,11 @@ def dedup(
     With --engine ray the stages run on Ray (JSON Lines and Parquet inputs, local
     paths or filesystem URIs), with the same clusters; each table is a folder of
     parts, and an interrupted run resumes from its finished stages.
+
+    With --containment C a row is a duplicate when at least C of its distinct
+    shingles are in a larger row that is kept (rows are decided from the largest
+    down); candidate_pairs gains a containment column. It runs in memory or in
+    passes, not streamed, on Ray, with --against or with --report.
     """
     from neardup.jobs import DedupJob, RayOptions
     from neardup.jobs.on_ray import SPLIT_BYTES
@@ -463,6 +477,7 @@ def dedup(
         verify=False if no_verify else None,
         keep=keep,
         match_empty=match_empty or None,
+        containment=containment,
     )
     with _errors():
         on_ray = engine == "ray"
@@ -698,7 +713,9 @@ def _print_summary(console: Console, s: dict[str, Any]) -> None:
         ("Empty documents", f"{s['empty_documents']:,}"),
         ("Shingles", f"{s['shingle']} {s['ngram']}-grams"),
         ("LSH shape", f"{s['bands']} bands x {s['rows']} rows ({s['num_perm']} permutations)"),
-        ("Threshold", f"{s['threshold']}"),
+        ("Threshold", f"{s['threshold']}")
+        if s.get("containment") is None
+        else ("Containment", f"at least {s['containment']} of a row in a larger kept row"),
         ("Buckets with collisions", f"{s['buckets_with_collisions']:,}"),
         ("Candidate pairs", f"{s['candidate_pairs']:,}"),
         ("Verified pairs", "-" if s["verified_pairs"] is None else f"{s['verified_pairs']:,}"),

@@ -104,10 +104,22 @@ class DedupConfig:
     keep: KeepPolicy = "first"
     match_empty: bool = False
     """Treat documents with no shingles (empty after normalisation) as duplicates of each other."""
+    containment: float | None = None
+    """Decide by containment instead of Jaccard: a document is a duplicate when at least this
+    share of its shingles is in a larger kept document (which is kept in its place)."""
 
     def __post_init__(self) -> None:
         if self.keep not in KEEP_POLICIES:
             raise ConfigError(f"keep must be one of first, longest, shortest; got {self.keep!r}")
+        c = self.containment
+        if c is not None:
+            if isinstance(c, bool) or not isinstance(c, (int, float)) or math.isnan(c) or not 0 < c <= 1:
+                raise ConfigError(f"containment must be in (0, 1], got {c!r}")
+            if self.keep != "first":
+                raise ConfigError(
+                    f"keep={self.keep} does not apply to a containment run: the larger document "
+                    "of a pair is kept, the one contained in it goes"
+                )
         lsh = self.lsh
         if lsh.bands is not None and lsh.rows is not None and lsh.bands * lsh.rows != self.minhash.num_perm:
             raise ConfigError(
@@ -135,6 +147,7 @@ class DedupConfig:
         verify: bool | None = None,
         keep: KeepPolicy | None = None,
         match_empty: bool | None = None,
+        containment: float | None = None,
     ) -> DedupConfig:
         """A config from flat keyword settings; ``None`` keeps the default."""
 
@@ -163,6 +176,7 @@ class DedupConfig:
             **pick("verify", verify, True),
             **pick("keep", keep, "first"),
             **pick("match_empty", match_empty, False),
+            containment=containment,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -5,7 +5,8 @@
 ``duplicates`` the rows removed, each with ``duplicate_of`` (the id of the row kept)
 ``clusters``   ``cluster_id``, ``size``, ``representative``, ``members``
 ``candidate_pairs`` the graph's edges: ``id_a``, ``id_b``, ``jaccard``, ``jaccard_kind``,
-                    ``estimated_jaccard``
+                    ``estimated_jaccard`` (and ``containment`` in a containment run: the share
+                    of the smaller row's shingles in the larger)
 ``lsh_buckets``     colliding buckets: ``band``, ``bucket_key``, ``member_count``, ``members``
 
 :func:`build_tables` makes them for a run on its own, :func:`against_tables` for a run against a
@@ -109,6 +110,7 @@ def build_tables(table: pa.Table, id_column: str, result: DedupResult) -> dict[s
             "jaccard": pa.array(np.round(pairs.jaccard, 6)),
             "jaccard_kind": pa.repeat(pa.scalar(kind, pa.string()), len(pairs)),
             "estimated_jaccard": pa.array(np.round(pairs.estimated, 6)),
+            **_containment_column(pairs, 0, len(pairs)),
         }
     )
 
@@ -286,8 +288,16 @@ def pair_tables(ids: pa.Array, pairs: Pairs, *, max_items: int) -> Iterator[pa.T
                 "jaccard": pa.array(np.round(np.asarray(pairs.jaccard[lo:hi]), 6)),
                 "jaccard_kind": pa.repeat(kind, hi - lo),
                 "estimated_jaccard": pa.array(np.round(np.asarray(pairs.estimated[lo:hi]), 6)),
+                **_containment_column(pairs, lo, hi),
             }
         )
+
+
+def _containment_column(pairs: Pairs, lo: int, hi: int) -> dict[str, pa.Array]:
+    """``containment`` of pairs ``lo:hi`` in a containment run; nothing in another."""
+    if pairs.containment is None:
+        return {}
+    return {"containment": pa.array(np.round(np.asarray(pairs.containment[lo:hi]), 6))}
 
 
 def bucket_tables(ids: pa.Array, buckets: Buckets, *, max_items: int) -> Iterator[pa.Table]:

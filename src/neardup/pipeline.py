@@ -19,7 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from neardup.config import DedupConfig
-from neardup.core.clusters import Clusters, assign_clusters, components
+from neardup.core.clusters import Clusters, assign_clusters, assign_contained, components
+from neardup.core.containment import corpus_candidates, estimate_containment
 from neardup.core.jit import in_threads, threads
 from neardup.core.lsh import Buckets, band_keys, build_buckets, candidate_pairs
 from neardup.core.minhash import MinHasher, estimate_pairs
@@ -27,7 +28,7 @@ from neardup.core.params import lsh_shape, s_curve
 from neardup.core.shingles import ShingleSets, shingle_sets
 from neardup.core.sorting import sorted_unique
 from neardup.core.text import TextBatch, encode_texts
-from neardup.core.verify import exact_jaccard_pairs
+from neardup.core.verify import exact_jaccard_pairs, intersection_pairs
 from neardup.errors import InputError, MissingColumnError
 from neardup.io.frames import arrow_table, is_frame
 
@@ -51,6 +52,9 @@ class Pairs:
     jaccard: np.ndarray
     estimated: np.ndarray
     exact: bool
+    containment: np.ndarray | None = None
+    """In a containment run: the share of the smaller document's shingles found in the larger
+    (exact when ``exact``, else estimated)."""
 
     def __len__(self) -> int:
         return int(self.left.size)
@@ -101,6 +105,7 @@ class DedupResult:
             "bands": self.bands,
             "rows": self.rows,
             "threshold": lsh.threshold,
+            "containment": self.config.containment,
             "s_curve": s_curve(lsh.threshold, self.bands, self.rows),
             "shingle": self.config.shingle.mode,
             "ngram": self.config.shingle.n,
@@ -171,17 +176,13 @@ def find_duplicates(
             return lengths
         return np.concatenate([char_lengths(c) for c in chunks]) if n else np.zeros(0, np.int64)
 
+    sets_of = functools.partial(_shingle_sets, chunks, firsts, counts=counts, cfg=cfg)
+    if cfg.containment is not None:
+        return _by_containment(
+            sigs, counts, cfg, sets_of, keep_signatures=keep_signatures, clock=clock, report=report
+        )
     found, sigs = _candidates(sigs, counts, cfg, keep_signatures=keep_signatures, clock=clock, report=report)
-    return _decide(
-        found,
-        sigs,
-        counts,
-        cfg,
-        lambda docs: _shingle_sets(chunks, firsts, docs, counts, cfg),
-        lengths_of=lengths_of,
-        clock=clock,
-        report=report,
-    )
+    return _decide(found, sigs, counts, cfg, sets_of, lengths_of=lengths_of, clock=clock, report=report)
 
 
 def _as_chunks(batch: TextBatch | Sequence[TextBatch] | Sequence[str | None]) -> list[TextBatch]:
@@ -247,13 +248,21 @@ def find_duplicates_in_passes(
         if start != rows:
             raise ValueError(f"the batches held {start} documents, not the {rows} announced")
         group = chunks = []  # the last group's text, let go
+
+    def sets_of(docs: np.ndarray) -> ShingleSets:
+        return _gathered_shingle_sets(texts_of, docs, counts, cfg)
+
+    if cfg.containment is not None:
+        return _by_containment(
+            sigs, counts, cfg, sets_of, keep_signatures=keep_signatures, clock=clock, report=report
+        )
     found, sigs = _candidates(sigs, counts, cfg, keep_signatures=keep_signatures, clock=clock, report=report)
     return _decide(
         found,
         sigs,
         counts,
         cfg,
-        lambda docs: _gathered_shingle_sets(texts_of, docs, counts, cfg),
+        sets_of,
         lengths_of=lambda: np.concatenate(lengths) if lengths else None,
         clock=clock,
         report=report,
@@ -367,6 +376,127 @@ def _decide(
     )
 
 
+def _by_containment(
+    sigs: np.ndarray,
+    counts: np.ndarray,
+    cfg: DedupConfig,
+    shingle_sets_of: Callable[[np.ndarray], ShingleSets],
+    *,
+    keep_signatures: bool,
+    clock: _Clock,
+    report: Progress,
+) -> DedupResult:
+    """The stages after the signatures in a containment run (``cfg.containment``): each
+    document's distinct shingle count, the candidates of :func:`corpus_candidates`, their exact
+    (or, without verification, estimated) containment, and :func:`assign_contained`."""
+    n = int(counts.size)
+    threshold = float(cfg.containment or 1.0)
+    bands, rows = lsh_shape(cfg.lsh, cfg.minhash)
+    held: ShingleSets | None = None
+    with clock.stage("buckets"):
+        report("buckets", 0, 1)
+        if int(counts.sum()) <= HELD_SHINGLES:  # every set made once, and kept for verification
+            held = shingle_sets_of(np.flatnonzero(counts > 0))
+            sizes = np.zeros(n, dtype=np.int64)
+            sizes[held.docs] = held.lengths
+        else:
+            sizes = distinct_counts(counts, shingle_sets_of)
+        found = corpus_candidates(sigs, sizes, threshold, max_bucket_size=cfg.lsh.max_bucket_size)
+        report("buckets", 1, 1)
+    with clock.stage("pairs"):
+        inner, outer = found.inner, found.outer
+        estimated = estimate_pairs(sigs, np.minimum(inner, outer), np.maximum(inner, outer))
+        report("pairs", 1, 1)
+    candidate_count = int(inner.size)
+    if cfg.verify:
+        with clock.stage("verify"):
+            report("verify", 0, candidate_count)
+            shared = (
+                intersection_pairs(held, n, inner, outer)
+                if held is not None
+                else shared_in_blocks(inner, outer, counts, shingle_sets_of)
+            ).astype(np.float64)
+            contained = shared / np.maximum(sizes[inner], 1)
+            jaccard = shared / np.maximum(sizes[inner] + sizes[outer] - shared, 1)
+            report("verify", candidate_count, candidate_count)
+    else:
+        contained = estimate_containment(estimated, sizes[inner], sizes[outer], "query_in_doc")
+        jaccard = estimated
+    ok = contained >= threshold - 1e-12
+    inner, outer, contained, jaccard, estimated = (
+        inner[ok],
+        outer[ok],
+        contained[ok],
+        jaccard[ok],
+        estimated[ok],
+    )
+    if cfg.match_empty:
+        empty = np.flatnonzero(counts == 0)
+        if empty.size >= 2:  # every empty document after the first is held in the first
+            ones = np.ones(empty.size - 1, dtype=np.float64)
+            inner = np.concatenate((inner, empty[1:]))
+            outer = np.concatenate((outer, np.full(empty.size - 1, empty[0], dtype=np.int64)))
+            contained, jaccard, estimated = (
+                np.concatenate((a, ones)) for a in (contained, jaccard, estimated)
+            )
+    with clock.stage("clusters"):
+        clusters = assign_contained(n, inner, outer, contained, sizes)
+        report("clusters", 1, 1)
+    order = np.lexsort((np.maximum(inner, outer), np.minimum(inner, outer)))
+    pairs = Pairs(
+        left=np.minimum(inner, outer)[order],
+        right=np.maximum(inner, outer)[order],
+        jaccard=jaccard[order],
+        estimated=estimated[order],
+        exact=cfg.verify,
+        containment=contained[order],
+    )
+    buckets = Buckets(
+        band=(bands + found.column).astype(np.int32),  # after the Jaccard bands, as an index files them
+        key=found.key,
+        offsets=found.offsets,
+        members=found.members,
+    )
+    return DedupResult(
+        config=cfg,
+        bands=bands,
+        rows=rows,
+        clusters=clusters,
+        pairs=pairs,
+        buckets=buckets,
+        signatures=sigs if keep_signatures else np.empty((0, sigs.shape[1]), dtype=np.uint32),
+        shingle_counts=counts,
+        candidate_count=candidate_count,
+        seconds=clock.seconds,
+    )
+
+
+HELD_SHINGLES = 1 << 26
+"""A containment run of at most this many shingles (8 bytes each: 512 MiB) makes every set once
+and holds them all; a larger one makes them in blocks, twice."""
+
+
+def distinct_counts(counts: np.ndarray, shingle_sets_of: Callable[[np.ndarray], ShingleSets]) -> np.ndarray:
+    """int64: each document's distinct shingles, its sets made a block of ``VERIFY_SHINGLES`` at
+    a time (``counts``: the signature pass's, repeats counted)."""
+    out = np.zeros(counts.size, dtype=np.int64)
+    docs = np.flatnonzero(counts > 0)
+    for lo, hi in budgeted_blocks(counts[docs], VERIFY_PAIRS * 4, VERIFY_SHINGLES):
+        some = docs[lo:hi]
+        out[some] = shingle_sets_of(some).lengths
+    return out
+
+
+def shared_in_blocks(
+    left: np.ndarray,
+    right: np.ndarray,
+    counts: np.ndarray,
+    shingle_sets_of: Callable[[np.ndarray], ShingleSets],
+) -> np.ndarray:
+    """How many shingles each pair shares, in the blocks of :func:`exact_jaccard_in_blocks`."""
+    return _in_blocks(left, right, counts, shingle_sets_of, intersection_pairs)
+
+
 VERIFY_PAIRS = 4096
 """Candidate pairs verified at a time: only their documents' shingle sets are held."""
 VERIFY_SHINGLES = 1 << 22
@@ -384,16 +514,29 @@ def exact_jaccard_in_blocks(
     ``VERIFY_SHINGLES`` shingles (``counts`` per document), with the pairs of a component of
     the candidate graph together: a document's shingle set is made once (twice where a block
     ends inside its component), and one block's sets are held at a time."""
+    return _in_blocks(left, right, counts, shingle_sets_of, exact_jaccard_pairs)
+
+
+def _in_blocks(
+    left: np.ndarray,
+    right: np.ndarray,
+    counts: np.ndarray,
+    shingle_sets_of: Callable[[np.ndarray], ShingleSets],
+    kernel: Callable[[ShingleSets, int, np.ndarray, np.ndarray], np.ndarray],
+) -> np.ndarray:
     n = int(counts.size)
-    out = np.empty(left.size, dtype=np.float64)
+    out: np.ndarray | None = None
     order = np.argsort(components(n, left, right)[left], kind="stable")
     weights = counts[left[order]] + counts[right[order]]
     for lo, hi in budgeted_blocks(weights, VERIFY_PAIRS, VERIFY_SHINGLES):
         block = order[lo:hi]
         some_left, some_right = left[block], right[block]
         docs = sorted_unique(np.concatenate((some_left, some_right)))
-        out[block] = exact_jaccard_pairs(shingle_sets_of(docs), n, some_left, some_right)
-    return out
+        found = kernel(shingle_sets_of(docs), n, some_left, some_right)
+        if out is None:
+            out = np.empty(left.size, dtype=found.dtype)
+        out[block] = found
+    return out if out is not None else np.empty(0, dtype=np.float64)
 
 
 def budgeted_blocks(weights: np.ndarray, max_items: int, budget: int) -> Iterator[tuple[int, int]]:
@@ -451,7 +594,7 @@ def _signatures(
 
 
 def _shingle_sets(
-    chunks: list[TextBatch], firsts: np.ndarray, docs: np.ndarray, counts: np.ndarray, cfg: DedupConfig
+    chunks: list[TextBatch], firsts: np.ndarray, docs: np.ndarray, *, counts: np.ndarray, cfg: DedupConfig
 ) -> ShingleSets:
     """Shingle sets of documents ``docs`` (sorted) of ``chunks`` (chunk k holds the documents
     from ``firsts[k]``); across chunks, the documents' text is gathered ``GATHER_ROWS`` at a time."""

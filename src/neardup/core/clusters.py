@@ -99,3 +99,44 @@ def assign_clusters(
     cluster[in_cluster] = np.searchsorted(reps, representative[in_cluster])
     keep_mask = representative == idx
     return Clusters(cluster=cluster, representative=representative, keep=keep_mask)
+
+
+@njit(cache=True)
+def _contained_representatives(
+    order: np.ndarray, starts: np.ndarray, outer: np.ndarray, representative: np.ndarray, keep: np.ndarray
+) -> None:
+    for d in order:
+        for k in range(starts[d], starts[d + 1]):
+            if keep[outer[k]]:
+                keep[d] = False
+                representative[d] = outer[k]
+                break
+
+
+def assign_contained(
+    n: int, inner: np.ndarray, outer: np.ndarray, containment: np.ndarray, sizes: np.ndarray
+) -> Clusters:
+    """Clusters from containment edges: ``inner[k]`` holds ``containment[k]`` of its shingles in
+    the at least as large ``outer[k]`` (``sizes``: shingles per document).
+
+    Documents are decided from the largest down (ties: the earliest first): one goes when it is
+    in an edge with a document already kept, and that document (the edge of highest containment,
+    ties: the earliest) becomes its representative. A document only ever points to a kept one,
+    so, unlike components, two unrelated documents that each hold a third are never linked.
+    """
+    inner = np.asarray(inner, np.int64)
+    outer = np.asarray(outer, np.int64)
+    idx = np.arange(n, dtype=np.int64)
+    by_edge = np.lexsort((outer, -np.asarray(containment, np.float64), inner))
+    starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(inner, minlength=n), out=starts[1:])
+    order = np.lexsort((idx, -np.asarray(sizes, np.int64)))
+    representative = idx.copy()
+    keep = np.ones(n, dtype=bool)
+    _contained_representatives(order, starts, outer[by_edge], representative, keep)
+    in_cluster = ~keep
+    in_cluster[representative[~keep]] = True
+    cluster = np.full(n, -1, dtype=np.int64)
+    reps = sorted_unique(representative[in_cluster])
+    cluster[in_cluster] = np.searchsorted(reps, representative[in_cluster])
+    return Clusters(cluster=cluster, representative=representative, keep=keep)

@@ -32,6 +32,7 @@ from typing import Literal
 import numpy as np
 
 from neardup.core.lsh import band_keys
+from neardup.core.minhash import estimate_pairs
 from neardup.errors import ConfigError
 
 Direction = Literal["query_in_doc", "doc_in_query"]
@@ -241,3 +242,136 @@ def check_containment(value: object, name: str = "min_containment") -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
         raise ConfigError(f"{name} must be in (0, 1], got {value!r}")
     return float(value)
+
+
+# -- containment within one corpus (dedup --containment) ------------------------------------------
+
+
+@dataclass(frozen=True)
+class ContainedPairs:
+    """Candidate pairs of a corpus for containment: document ``inner[k]`` may be contained in
+    the at least as large document ``outer[k]`` (equal sizes: ``outer[k]`` comes first), and the
+    buckets that made them candidates: bucket ``i`` is containment column ``column[i]`` (see
+    :func:`layouts`) with salted band key ``key[i]``, holding ``members[offsets[i]:offsets[i+1]]``."""
+
+    inner: np.ndarray
+    outer: np.ndarray
+    column: np.ndarray
+    key: np.ndarray
+    offsets: np.ndarray
+    members: np.ndarray
+
+
+_STRIDE = np.uint64(0x9E3779B97F4A7C15)
+
+
+def corpus_candidates(
+    signatures: np.ndarray, sizes: np.ndarray, threshold: float, *, max_bucket_size: int
+) -> ContainedPairs:
+    """The pairs of documents (``sizes``: distinct shingle counts, 0 for an empty document, which
+    is never a candidate) where the smaller one may hold ``threshold`` of its shingles in the
+    larger, by the partitions and layouts of an index: every document is filed under its
+    partition's layouts and probes each partition of its size or larger as a query of its
+    partition's least size would (:func:`query_plan`). A bucket holding more than
+    ``max_bucket_size`` filed documents pairs each probe with its largest one only."""
+    sigs = np.ascontiguousarray(signatures, dtype=np.uint32)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    num_perm = sigs.shape[1]
+    docs = np.flatnonzero(sizes > 0)
+    empty = np.empty(0, dtype=np.int64)
+    if docs.size < 2:
+        return ContainedPairs(empty, empty, empty, np.empty(0, np.uint64), np.zeros(1, np.int64), empty)
+    keys = layout_keys(sigs[docs])
+    parts = partition_of(sizes[docs])
+    present = np.unique(parts).tolist()
+    members_of = {p: np.flatnonzero(parts == p) for p in present}  # places in ``docs``
+    probes_into: dict[int, list[tuple[int, Probe]]] = {p: [] for p in present}
+    for p_query in present:
+        lo, _ = partition_bounds(p_query)
+        larger = [p for p in present if p >= p_query]
+        for probe in query_plan(lo, larger, threshold, "query_in_doc", num_perm):
+            probes_into[probe.partition].append((p_query, probe))
+    found_inner: list[np.ndarray] = []
+    found_outer: list[np.ndarray] = []
+    bucket_parts: list[tuple[np.ndarray, ...]] = []  # (bucket, column, inner, outer) per hit
+    for p_doc in present:
+        plans = probes_into[p_doc]
+        if not plans:
+            continue
+        filed_docs = members_of[p_doc]
+        columns = np.unique(np.concatenate([pr.layout.first_column + np.arange(pr.bands) for _, pr in plans]))
+        salt = _salts(np.array([p_doc]))[0]
+        filed = (keys[np.ix_(filed_docs, columns)] ^ salt) + columns.astype(np.uint64) * _STRIDE
+        filed_doc = np.broadcast_to(filed_docs[:, None], filed.shape).ravel()
+        filed = filed.ravel()
+        # by bucket, then the largest documents first (then the earliest): the ones a capped
+        # bucket keeps
+        order = np.lexsort((filed_doc, -sizes[docs[filed_doc]], filed))
+        filed, filed_doc = filed[order], filed_doc[order]
+        for p_query, probe in plans:
+            query_docs = members_of[p_query]
+            cols = probe.layout.first_column + np.arange(probe.bands)
+            asked = ((keys[np.ix_(query_docs, cols)] ^ salt) + cols.astype(np.uint64) * _STRIDE).ravel()
+            asker = np.repeat(query_docs, cols.size)
+            asked_column = np.tile(cols, query_docs.size)
+            start = np.searchsorted(filed, asked, side="left")
+            stop = np.searchsorted(filed, asked, side="right")
+            # a crowded bucket (a value many rows share, or many copies of one row) pairs the
+            # probe with its largest row only: a star, as a Jaccard run links a crowded bucket
+            stop = np.where(stop - start > max_bucket_size, start + 1, stop)
+            hits = stop - start
+            if not hits.any():
+                continue
+            at = np.repeat(start - (np.cumsum(hits) - hits), hits) + np.arange(int(hits.sum()))
+            inner, outer = np.repeat(asker, hits), filed_doc[at]
+            a, b = docs[inner], docs[outer]
+            ok = (sizes[a] < sizes[b]) | ((sizes[a] == sizes[b]) & (a > b))
+            if not ok.any():
+                continue
+            ok[ok] = _may_hold(sigs, a[ok], b[ok], sizes, threshold)
+            found_inner.append(a[ok])
+            found_outer.append(b[ok])
+            bucket_parts.append((filed[at[ok]], np.repeat(asked_column, hits)[ok], a[ok], b[ok]))
+    return _contained_pairs(found_inner, found_outer, bucket_parts, sizes.size)
+
+
+SIGMAS = 4.0
+"""A candidate whose signature estimate is this many standard deviations below the Jaccard its
+sizes need at the threshold is dropped before verification."""
+
+
+def _may_hold(
+    sigs: np.ndarray, inner: np.ndarray, outer: np.ndarray, sizes: np.ndarray, threshold: float
+) -> np.ndarray:
+    """bool: whether each pair's estimated Jaccard is within :data:`SIGMAS` of the Jaccard that
+    ``inner`` holding ``threshold`` of itself in ``outer`` means (an estimate from ``num_perm``
+    values is binomial: a true pair falls that far below with odds under 1 in 30,000)."""
+    need = threshold * sizes[inner] / (sizes[inner] + sizes[outer] - threshold * sizes[inner])
+    sigma = np.sqrt(need * (1.0 - need) / sigs.shape[1])
+    out: np.ndarray = estimate_pairs(sigs, inner, outer) >= need - SIGMAS * sigma - 1e-12
+    return out
+
+
+def _contained_pairs(
+    found_inner: list[np.ndarray],
+    found_outer: list[np.ndarray],
+    bucket_parts: list[tuple[np.ndarray, ...]],
+    n: int,
+) -> ContainedPairs:
+    """The pairs found, each once, and the buckets that found them with their members."""
+    empty = np.empty(0, dtype=np.int64)
+    if not found_inner:
+        return ContainedPairs(empty, empty, empty, np.empty(0, np.uint64), np.zeros(1, np.int64), empty)
+    packed = np.unique(np.concatenate(found_inner) * n + np.concatenate(found_outer))
+    inner, outer = packed // n, packed % n
+    bucket = np.concatenate([np.concatenate([v, v]) for v, _, _, _ in bucket_parts])
+    column = np.concatenate([np.concatenate([c, c]) for _, c, _, _ in bucket_parts])
+    member = np.concatenate([np.concatenate([i, o]) for _, _, i, o in bucket_parts])
+    values, first, slot = np.unique(bucket, return_index=True, return_inverse=True)
+    rows = np.unique(slot.astype(np.int64) * n + member)
+    group = rows // n
+    offsets = np.zeros(values.size + 1, dtype=np.int64)
+    np.cumsum(np.bincount(group, minlength=values.size), out=offsets[1:])
+    columns = column[first]
+    keys = values - columns.astype(np.uint64) * _STRIDE  # the salted band key
+    return ContainedPairs(inner, outer, columns.astype(np.int64), keys, offsets, rows % n)

@@ -128,6 +128,7 @@ def run_dedup(job: DedupJob, events: RunEvents | None = None) -> dict[str, Any]:
     ('in-memory', True)
     """
     events = events or RunEvents()
+    _check_containment(job)
     if job.report:
         _check_report(job)
     summary = _run_engine(job, events)
@@ -136,6 +137,23 @@ def run_dedup(job: DedupJob, events: RunEvents | None = None) -> dict[str, Any]:
 
         events.note(f"report written to {write_report(job.output_dir)}")
     return summary
+
+
+def _check_containment(job: DedupJob) -> None:
+    """A containment run is decided in memory (or in passes): the others are refused before
+    anything is read."""
+    if job.settings.get("containment") is None:
+        return
+    refused = [
+        (job.engine == "ray", "--engine ray"),
+        (job.against is not None, "--against (an index)"),
+        (job.work_dir is not None, "--work-dir (streaming)"),
+        (job.work_memory is not None, "--work-memory (streaming)"),
+        (job.report, "--report"),
+    ]
+    for given, what in refused:
+        if given:
+            raise ConfigError(f"containment runs in memory or in passes; {what} is not supported with it yet")
 
 
 def _check_report(job: DedupJob) -> None:
@@ -173,6 +191,11 @@ def _run_engine(job: DedupJob, events: RunEvents) -> dict[str, Any]:
             except WholeReadNeededError:
                 mode = mode[0]  # nothing decided or written yet: the file is read whole
         if mode == "streaming":
+            if config.containment is not None:
+                raise ConfigError(
+                    "containment runs in memory or in passes, and these inputs would be streamed: "
+                    f"raise --memory-limit (now {limit:,} bytes)"
+                )
             return streamed(job.inputs, config=config, job=job, budget=budget, events=events)
         corpus, seconds = _load(job)
         return in_memory(
