@@ -25,6 +25,7 @@ estimate and both set sizes, or exactly from stored shingle sets.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -114,9 +115,15 @@ def containment_band_keys(signatures: np.ndarray, partitions: np.ndarray) -> np.
     return out
 
 
+@functools.lru_cache(maxsize=4096)
+def _salt(partition: int) -> np.uint64:
+    salt: np.uint64 = _salts(np.array([partition]))[0]
+    return salt
+
+
 def salted(keys: np.ndarray, partition: int) -> np.ndarray:
     """Band keys (uint64[...]) salted for ``partition``: as :func:`containment_band_keys` files them."""
-    out: np.ndarray = np.asarray(keys, dtype=np.uint64) ^ _salts(np.array([partition]))[0]
+    out: np.ndarray = np.asarray(keys, dtype=np.uint64) ^ _salt(partition)
     return out
 
 
@@ -155,19 +162,32 @@ def query_plan(
     docstring); a query of no shingles probes nothing."""
     if query_size <= 0:
         return []
-    grid = np.linspace(0.0, threshold, _GRID)
     probes: list[Probe] = []
     for p in partitions:
         if not reachable(p, query_size, threshold, direction):
             continue
         lo, hi = partition_bounds(p)
         # the size that gives the least Jaccard at a given containment: the largest document for
-        # query_in_doc, the smallest one (but at least what the containment needs) for doc_in_query
-        size = hi if direction == "query_in_doc" else max(lo, 1)
-        s_at = float(jaccard_at(np.array(threshold), query_size, size, direction))
-        s_below = jaccard_at(grid, query_size, size, direction)
-        probes.append(Probe(p, *_best_shape(s_at, s_below, num_perm)))
+        # query_in_doc, the smallest one for doc_in_query. The Jaccard depends on the sizes only
+        # through their ratio: rounded up (a lower Jaccard, so no fewer bands), shapes repeat
+        ratio = hi / query_size if direction == "query_in_doc" else query_size / max(lo, 1)
+        step = math.ceil(math.log(max(ratio, 1e-9)) / _RATIO_STEP - 1e-9)
+        probes.append(Probe(p, *_shape_at(threshold, step, num_perm)))
     return probes
+
+
+_RATIO_STEP = math.log(1.01)
+"""Size ratios are rounded up to a power of 1.01 before a shape is chosen for them."""
+
+
+@functools.lru_cache(maxsize=65536)
+def _shape_at(threshold: float, step: int, num_perm: int) -> tuple[Layout, int]:
+    """The shape for ``threshold`` where the other set is ``1.01**step`` times the one whose
+    share is asked (see :func:`_best_shape`)."""
+    ratio = math.exp(step * _RATIO_STEP)
+    grid = np.linspace(0.0, threshold, _GRID)
+    s_at = threshold / (1.0 + ratio - threshold)
+    return _best_shape(s_at, grid / np.maximum(1.0 + ratio - grid, 1e-12), num_perm)
 
 
 def _best_shape(s_at: float, s_below: np.ndarray, num_perm: int) -> tuple[Layout, int]:
