@@ -47,6 +47,7 @@ import argparse
 import cProfile
 import dataclasses
 import datetime as dt
+import gc
 import io
 import json
 import os
@@ -83,6 +84,15 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     t0 = time.perf_counter()
     out = fn()
     return time.perf_counter() - t0, out
+
+
+def cpu_timed(fn: Callable[[], Any], cpu: list[float]) -> tuple[float, Any]:
+    """Wall seconds of ``fn()`` and its result; the process CPU seconds are appended to ``cpu``
+    (a figure that other work on a shared machine skews less than wall-clock)."""
+    c0 = time.process_time()
+    t, out = timed(fn)
+    cpu.append(time.process_time() - c0)
+    return t, out
 
 
 # --------------------------------------------------------------------------- data
@@ -361,6 +371,8 @@ class QueryRow:
     avg_candidates: float | None = None
     batch_s: list[float] = dataclasses.field(default_factory=list)
     single_s: list[float] = dataclasses.field(default_factory=list)
+    batch_cpu: list[float] = dataclasses.field(default_factory=list)
+    single_cpu: list[float] = dataclasses.field(default_factory=list)
     single_queries: int = 0
     notes: list[str] = dataclasses.field(default_factory=list)
     error: str | None = None
@@ -371,9 +383,16 @@ class QueryRow:
     def single_qps(self) -> float | None:
         return self.single_queries / statistics.median(self.single_s) if self.single_s else None
 
+    def batch_qpc(self) -> float | None:
+        return self.queries / statistics.median(self.batch_cpu) if self.batch_cpu else None
+
+    def single_qpc(self) -> float | None:
+        return self.single_queries / statistics.median(self.single_cpu) if self.single_cpu else None
+
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
         out.update(batch_queries_per_s=self.batch_qps(), single_queries_per_s=self.single_qps())
+        out.update(batch_queries_per_cpu_s=self.batch_qpc(), single_queries_per_cpu_s=self.single_qpc())
         return out
 
 
@@ -385,14 +404,18 @@ class BuildRow:
     how: str
     docs: int
     seconds: list[float] = dataclasses.field(default_factory=list)
+    cpu: list[float] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
 
     def rate(self) -> float | None:
         return self.docs / statistics.median(self.seconds) if self.seconds else None
 
+    def cpu_rate(self) -> float | None:
+        return self.docs / statistics.median(self.cpu) if self.cpu else None
+
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
-        out.update(docs_per_s=self.rate())
+        out.update(docs_per_s=self.rate(), docs_per_cpu_s=self.cpu_rate())
         return out
 
 
@@ -485,15 +508,18 @@ def bench_neardup(
         if index is not None:
             index.close()
         index = open_index(storage, config, workdir, f"{lang}-{way}-sig")
-        t, _ = timed(
+        t, _ = cpu_timed(
             lambda index=index: index.insert_signatures(
                 scenario.index_keys, scenario.index_sketch.sigs, shingles=sets
-            )
+            ),
+            builds[1].cpu,
         )
         builds[1].seconds.append(t)
         index.close()
         index = open_index(storage, config, workdir, f"{lang}-{way}")
-        t, _ = timed(lambda index=index: index.insert_many(scenario.index_keys, scenario.index_texts))
+        t, _ = cpu_timed(
+            lambda index=index: index.insert_many(scenario.index_keys, scenario.index_texts), builds[0].cpu
+        )
         builds[0].seconds.append(t)
         progress(f"  neardup {storage} {lang} {way} build round {i + 1}: {t:.2f} s")
     assert index is not None
@@ -520,14 +546,15 @@ def bench_neardup(
                         if bad:
                             row.notes.append(f"{len(bad)} exact scores differ from the truth, e.g. {bad[0]}")
                     for _ in range(args.rounds):
-                        row.batch_s.append(timed(batch)[0])
+                        row.batch_s.append(cpu_timed(batch, row.batch_cpu)[0])
                     row.single_queries = len(singles)
                     single_out: list[list[Any]] = []
                     for _ in range(args.rounds):
-                        t, single_out = timed(
+                        t, single_out = cpu_timed(
                             lambda c=c, exact=exact: [
                                 index.query_containment(s, c, direction=way, exact=exact) for s in singles
-                            ]
+                            ],
+                            row.single_cpu,
                         )
                         row.single_s.append(t)
                     if single_out != results[: len(singles)]:
@@ -609,19 +636,22 @@ def bench_datasketch(scenario: Scenario, args: argparse.Namespace) -> tuple[list
         builds += [init, build]
         lsh = None
         for _ in range(args.rounds):
-            t, lsh = timed(lambda c=c: MinHashLSHEnsemble(threshold=c, num_perm=NUM_PERM, num_part=NUM_PART))
+            t, lsh = cpu_timed(
+                lambda c=c: MinHashLSHEnsemble(threshold=c, num_perm=NUM_PERM, num_part=NUM_PART), init.cpu
+            )
             init.seconds.append(t)
-            build.seconds.append(timed(lambda lsh=lsh: lsh.index(list(entries)))[0])
+            build.seconds.append(cpu_timed(lambda lsh=lsh: lsh.index(list(entries)), build.cpu)[0])
         init.notes.append("optimises (bands, rows) for 10 size ratios by numerical integration")
         row = QueryRow(lang, way, c, "datasketch", "candidates", len(qs.sizes))
         rows.append(row)
         found: list[list[str]] = []
         for _ in range(args.rounds):
-            t, found = timed(
+            t, found = cpu_timed(
                 lambda lsh=lsh: [
                     list(lsh.query(m, int(n))) if n > 0 else []
                     for m, n in zip(query_mh, qs.sizes, strict=True)
-                ]
+                ],
+                row.single_cpu,
             )
             row.single_s.append(t)
         row.single_queries = len(query_mh)
@@ -651,11 +681,11 @@ def fmt(v: float | None, spec: str = ".3f") -> str:
 
 def quality_table(rows: Sequence[QueryRow]) -> str:
     header = ["lang", "direction", "C", "engine", "mode", "truth pairs", "returned", "recall", "precision"]
-    header += ["F1", "avg candidates", "batch q/s", "single q/s"]
+    header += ["F1", "avg candidates", "batch q/s", "batch q/CPU-s", "single q/s", "single q/CPU-s"]
     body = []
     for r in rows:
         if r.error or r.quality is None:
-            body.append([r.lang, r.direction, r.threshold, r.engine, r.mode, f"error: {r.error}", *["-"] * 7])
+            body.append([r.lang, r.direction, r.threshold, r.engine, r.mode, f"error: {r.error}", *["-"] * 9])
             continue
         q = r.quality
         body.append(
@@ -672,14 +702,16 @@ def quality_table(rows: Sequence[QueryRow]) -> str:
                 fmt(q.f1),
                 fmt(r.avg_candidates, ".1f"),
                 fmt(r.batch_qps(), ",.0f"),
+                fmt(r.batch_qpc(), ",.0f"),
                 fmt(r.single_qps(), ",.0f"),
+                fmt(r.single_qpc(), ",.0f"),
             ]
         )
         if r.filtered is not None:
             f = r.filtered
             kept = [f"{f.truth:,}", f"{f.predicted:,}", fmt(f.recall), fmt(f.precision), fmt(f.f1)]
             label = "candidates kept by neardup's estimate"
-            body.append([r.lang, r.direction, f"{r.threshold:.1f}", r.engine, label, *kept, "-", "-", "-"])
+            body.append([r.lang, r.direction, f"{r.threshold:.1f}", r.engine, label, *kept, *["-"] * 5])
     return markdown_table(header, body)
 
 
@@ -705,11 +737,14 @@ def build_table(rows: Sequence[BuildRow]) -> str:
             f"{r.docs:,}",
             fmt(statistics.median(r.seconds), ".3f"),
             fmt(r.rate(), ",.0f"),
+            fmt(statistics.median(r.cpu), ".3f") if r.cpu else "-",
+            fmt(r.cpu_rate(), ",.0f"),
         ]
         for r in rows
         if r.seconds
     ]
-    return markdown_table(["lang", "index of", "engine", "build", "docs", "median s", "docs/s"], body)
+    header = ["lang", "index of", "engine", "build", "docs", "median s", "docs/s", "median CPU s"]
+    return markdown_table([*header, "docs/CPU-s"], body)
 
 
 def data_table(scens: Sequence[Scenario]) -> str:
@@ -852,6 +887,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     lambda s=scen: exact_intersections(s.query_sketch, s.index_sketch)
                 )
                 progress(f"{lang} {way}: truth over {scen.pair_codes.size:,} pairs in {t:.1f} s")
+                # the benchmark's own objects (texts, sketches, datasketch MinHashes) out of the
+                # cyclic collector's way, so that its passes cost what they cost in a lean process
+                gc.collect()
+                gc.freeze()
                 scens.append(scen)
                 for storage in ("memory", "sqlite"):
                     if storage in args.engines:
