@@ -37,7 +37,7 @@ from neardup.cli import (
     _text_column,
     main,
 )
-from neardup.config import DedupConfig, ShingleMode
+from neardup.config import DedupConfig, ShingleMode, Tokenizer
 
 # -- the index -----------------------------------------------------------------------------------
 
@@ -114,6 +114,7 @@ def index_build(
     lines: bool,
     shingle: ShingleMode | None,
     ngram: int | None,
+    tokenizer: Tokenizer | None,
     num_perm: int | None,
     seed: int | None,
     threshold: float | None,
@@ -144,6 +145,7 @@ def index_build(
     given = _given_settings(
         shingle=shingle,
         ngram=ngram,
+        tokenizer=tokenizer,
         num_perm=num_perm,
         seed=seed,
         threshold=threshold,
@@ -186,6 +188,7 @@ def index_add(
     lines: bool,
     shingle: ShingleMode | None,
     ngram: int | None,
+    tokenizer: Tokenizer | None,
     num_perm: int | None,
     seed: int | None,
     threshold: float | None,
@@ -208,6 +211,7 @@ def index_add(
     given = _given_settings(
         shingle=shingle,
         ngram=ngram,
+        tokenizer=tokenizer,
         num_perm=num_perm,
         seed=seed,
         threshold=threshold,
@@ -349,7 +353,7 @@ def index_stats(index_url: str, as_json: bool) -> None:
         ("Documents", f"{stats['documents']:,}"),
         ("LSH shape", f"{stats['bands']} bands x {stats['rows']} rows ({s['num_perm']} permutations)"),
         ("Threshold", f"{s['threshold']}"),
-        ("Shingles", f"{s['shingle_mode']} {s['ngram']}-grams" + (", kept" if s["keep_shingles"] else "")),
+        ("Shingles", f"{s['shingle_mode']} {s['ngram']}-grams" + _words_and_kept(s)),
         ("Seed", f"{s['seed']}"),
         (
             "Normalisation",
@@ -444,3 +448,9 @@ def index_restore(source: str, dest: str, replace_existing: bool, as_json: bool,
     prints the figures, as for neardup index backup.
     """
     _copy_index(True, source, dest, replace_existing, as_json, quiet)
+
+
+def _words_and_kept(settings: dict[str, Any]) -> str:
+    """What the Shingles row says after the n-grams: the segmenter, and whether shingles are kept."""
+    words = f" of {settings['tokenizer']} words" if settings.get("tokenizer", "builtin") != "builtin" else ""
+    return words + (", kept" if settings["keep_shingles"] else "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from neardup.config import HASH_VERSION, DedupConfig
+from neardup.config import HASH_VERSION, TOKENIZERS, DedupConfig
 from neardup.core.params import lsh_shape
 from neardup.errors import IndexSettingsError
 
@@ -19,6 +19,7 @@ SIGNATURE_FIELDS: tuple[str, ...] = (
     "seed",
     "shingle_mode",
     "ngram",
+    "tokenizer",
     "nfkc",
     "strip_accents",
     "lowercase",
@@ -35,6 +36,9 @@ class IndexSettings:
 
     ``keep_shingles`` says whether the index keeps each document's shingle hashes (needed for exact
     similarity); it is a property of the index, not of a signature, so it is never compared.
+    ``tokenizer`` came after format 1 was first written: an index stored without it was built
+    with the builtin tokenizer, and :meth:`to_dict` leaves it out while it is ``builtin``, so
+    that such an index reads (and writes) as before.
     """
 
     format_version: int
@@ -51,6 +55,7 @@ class IndexSettings:
     rows: int
     threshold: float
     keep_shingles: bool = False
+    tokenizer: str = "builtin"
 
     def __post_init__(self) -> None:
         self.to_config()  # validates every value through the config's own checks
@@ -74,16 +79,20 @@ class IndexSettings:
             rows=rows,
             threshold=float(config.lsh.threshold),
             keep_shingles=keep_shingles,
+            tokenizer=config.shingle.tokenizer,
         )
 
     def to_config(self) -> DedupConfig:
         """A config that makes the same signatures and band keys (with bands and rows fixed)."""
         if self.shingle_mode not in ("word", "char"):
             raise IndexSettingsError(f"shingle_mode must be 'word' or 'char', got {self.shingle_mode!r}")
+        if self.tokenizer not in TOKENIZERS:
+            raise IndexSettingsError(f"tokenizer must be 'builtin' or 'jieba', got {self.tokenizer!r}")
         return DedupConfig.create(
             threshold=self.threshold,
             shingle="word" if self.shingle_mode == "word" else "char",
             ngram=self.ngram,
+            tokenizer="jieba" if self.tokenizer == "jieba" else "builtin",
             num_perm=self.num_perm,
             seed=self.seed,
             bands=self.bands,
@@ -95,14 +104,17 @@ class IndexSettings:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of every setting."""
-        return asdict(self)
+        """A JSON-ready dict of every setting (``tokenizer`` only when it is not ``builtin``)."""
+        out = asdict(self)
+        if self.tokenizer == "builtin":
+            del out["tokenizer"]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> IndexSettings:
         """Settings from :meth:`to_dict` output; a missing or unknown setting is an error."""
         names = {f.name for f in fields(cls)}
-        required = names - {"keep_shingles"}
+        required = names - {"keep_shingles", "tokenizer"}
         missing = sorted(required - data.keys())
         unknown = sorted(data.keys() - names)
         if missing or unknown:
