@@ -11,6 +11,7 @@ does not load numba.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
@@ -82,6 +83,16 @@ __all__ = [
     "signatures",
     "tokenize",
 ]
+
+
+def _segment_jieba(texts: Sequence[str]) -> list[str]:
+    segmented: list[str] = import_module("neardup.segmentation").segment_jieba(texts)  # imports jieba
+    return segmented
+
+
+# The core knows segmenters by name only (it imports no third-party segmenter); this package
+# module runs before any of the core's, so every path that reads text finds jieba's here.
+import_module("neardup.core.segmenters").register_segmenter("jieba", _segment_jieba)
 
 
 def __getattr__(name: str) -> Any:

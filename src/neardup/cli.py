@@ -22,7 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from neardup import __version__, interrupts
-from neardup.config import KEEP_POLICIES, DedupConfig, KeepPolicy, ShingleMode
+from neardup.config import KEEP_POLICIES, TOKENIZERS, DedupConfig, KeepPolicy, ShingleMode, Tokenizer
 from neardup.core.malloc_arenas import share_one_arena
 
 OUTPUT_FORMATS = ("csv", "jsonl", "parquet")  # neardup.io.OUTPUT_FORMATS, kept light for --help
@@ -113,6 +113,16 @@ _shingle = click.option(
 _ngram = click.option(
     "--ngram", type=int, default=None, help=f"Tokens per shingle.  [default: {_D.shingle.n}]"
 )
+_TOKENIZER_HELP = (
+    "Word tokens: neardup's own (a CJK character is one token) or jieba's Chinese words "
+    "(word shingles only; needs pip install 'neardup[zh]')."
+)
+_tokenizer = click.option(
+    "--tokenizer",
+    type=click.Choice(list(TOKENIZERS)),
+    default=None,
+    help=f"{_TOKENIZER_HELP}  [default: {_D.shingle.tokenizer}]",
+)
 _num_perm = click.option(
     "--num-perm", type=int, default=None, help=f"MinHash permutations.  [default: {_D.minhash.num_perm}]"
 )
@@ -169,7 +179,7 @@ _index_option = click.option(
 def _settings_options(f: Any) -> Any:
     """The options that decide signatures and banding, in the order ``dedup`` shows them."""
     for option in reversed(
-        (_shingle, _ngram, _num_perm, _seed, _threshold, _bands, _rows, _nfkc, _keep_accents)
+        (_shingle, _ngram, _tokenizer, _num_perm, _seed, _threshold, _bands, _rows, _nfkc, _keep_accents)
     ):
         f = option(f)
     return _keep_case(_keep_punctuation(f))
@@ -184,6 +194,7 @@ def _index_settings_options(f: Any) -> Any:
     options: tuple[tuple[str, dict[str, Any], str], ...] = (
         ("--shingle", {"type": click.Choice(["word", "char"])}, "Shingle unit: word or character n-grams."),
         ("--ngram", {"type": int}, "Tokens per shingle."),
+        ("--tokenizer", {"type": click.Choice(list(TOKENIZERS))}, _TOKENIZER_HELP),
         ("--num-perm", {"type": int}, "MinHash permutations."),
         ("--seed", {"type": int}, "Seed of the permutations."),
         ("--threshold", {"type": float}, "Jaccard similarity that makes a duplicate."),
@@ -219,6 +230,7 @@ def _index_settings_options(f: Any) -> Any:
 @_lines
 @_shingle
 @_ngram
+@_tokenizer
 @_num_perm
 @_seed
 @_threshold
@@ -368,6 +380,7 @@ def dedup(
     lines: bool,
     shingle: ShingleMode | None,
     ngram: int | None,
+    tokenizer: Tokenizer | None,
     num_perm: int | None,
     seed: int | None,
     threshold: float | None,
@@ -413,7 +426,7 @@ def dedup(
     duplicate of that document's key, and so is every row clustered with it.
     Ids in the tables are then strings, and annotated, duplicates and
     candidate_pairs gain a matched_index column. The run uses the index's
-    settings; a differing --shingle, --ngram, --num-perm, --seed, --threshold,
+    settings; a differing --shingle, --ngram, --tokenizer, --num-perm, --seed, --threshold,
     --bands/--rows or normalisation option is refused. With --update-index the
     kept rows are added to the index (after the outputs are written), so the
     same command run again drops every row.
@@ -461,6 +474,7 @@ def dedup(
     settings = _given_settings(
         shingle=shingle,
         ngram=ngram,
+        tokenizer=tokenizer,
         num_perm=num_perm,
         seed=seed,
         threshold=threshold,
@@ -615,6 +629,7 @@ _FLAGS = {
     "max_bucket_size": "--max-bucket-size",
     "top_k": "--top-k",
     "ngram": "--ngram",
+    "tokenizer": "--tokenizer",
     "threshold": "--threshold",
     "bands": "--bands",
     "rows": "--rows",
@@ -703,6 +718,12 @@ def _progress(console: Console) -> Iterator[Any]:
             bar.stop()
 
 
+def _words_of(summary: dict[str, Any]) -> str:
+    """`` of jieba words`` when the run's words came from a segmenter, else nothing."""
+    tokenizer = summary.get("config", {}).get("shingle", {}).get("tokenizer", "builtin")
+    return "" if tokenizer == "builtin" else f" of {tokenizer} words"
+
+
 def _print_summary(console: Console, s: dict[str, Any]) -> None:
     table = Table(title="neardup dedup", show_header=False, title_justify="left")
     table.add_column("figure", style="bold")
@@ -711,7 +732,7 @@ def _print_summary(console: Console, s: dict[str, Any]) -> None:
         ("Input rows", f"{s['input_rows']:,}"),
         ("Skipped records", f"{s['skipped_records']:,}"),
         ("Empty documents", f"{s['empty_documents']:,}"),
-        ("Shingles", f"{s['shingle']} {s['ngram']}-grams"),
+        ("Shingles", f"{s['shingle']} {s['ngram']}-grams" + _words_of(s)),
         ("LSH shape", f"{s['bands']} bands x {s['rows']} rows ({s['num_perm']} permutations)"),
         ("Threshold", f"{s['threshold']}")
         if s.get("containment") is None
@@ -770,6 +791,7 @@ def _given_settings(
     *,
     shingle: ShingleMode | None,
     ngram: int | None,
+    tokenizer: Tokenizer | None,
     num_perm: int | None,
     seed: int | None,
     threshold: float | None,
@@ -784,6 +806,7 @@ def _given_settings(
     return {
         "shingle": shingle,
         "ngram": ngram,
+        "tokenizer": tokenizer,
         "num_perm": num_perm,
         "seed": seed,
         "threshold": threshold,

@@ -37,7 +37,7 @@ from neardup.cli import (
     _text_column,
     main,
 )
-from neardup.config import DedupConfig, ShingleMode
+from neardup.config import DedupConfig, ShingleMode, Tokenizer
 
 # -- the index -----------------------------------------------------------------------------------
 
@@ -119,6 +119,7 @@ def index_build(
     lines: bool,
     shingle: ShingleMode | None,
     ngram: int | None,
+    tokenizer: Tokenizer | None,
     num_perm: int | None,
     seed: int | None,
     threshold: float | None,
@@ -150,6 +151,7 @@ def index_build(
     given = _given_settings(
         shingle=shingle,
         ngram=ngram,
+        tokenizer=tokenizer,
         num_perm=num_perm,
         seed=seed,
         threshold=threshold,
@@ -194,6 +196,7 @@ def index_add(
     lines: bool,
     shingle: ShingleMode | None,
     ngram: int | None,
+    tokenizer: Tokenizer | None,
     num_perm: int | None,
     seed: int | None,
     threshold: float | None,
@@ -216,6 +219,7 @@ def index_add(
     given = _given_settings(
         shingle=shingle,
         ngram=ngram,
+        tokenizer=tokenizer,
         num_perm=num_perm,
         seed=seed,
         threshold=threshold,
@@ -395,7 +399,7 @@ def index_stats(index_url: str, as_json: bool) -> None:
         ("Documents", f"{stats['documents']:,}"),
         ("LSH shape", f"{stats['bands']} bands x {stats['rows']} rows ({s['num_perm']} permutations)"),
         ("Threshold", f"{s['threshold']}"),
-        ("Shingles", f"{s['shingle_mode']} {s['ngram']}-grams" + (", kept" if s["keep_shingles"] else "")),
+        ("Shingles", f"{s['shingle_mode']} {s['ngram']}-grams" + _words_and_kept(s)),
         (
             "Containment",
             f"searchable ({len(s['partitions'])} size partitions hold documents)"
@@ -496,3 +500,9 @@ def index_restore(source: str, dest: str, replace_existing: bool, as_json: bool,
     prints the figures, as for neardup index backup.
     """
     _copy_index(True, source, dest, replace_existing, as_json, quiet)
+
+
+def _words_and_kept(settings: dict[str, Any]) -> str:
+    """What the Shingles row says after the n-grams: the segmenter, and whether shingles are kept."""
+    words = f" of {settings['tokenizer']} words" if settings.get("tokenizer", "builtin") != "builtin" else ""
+    return words + (", kept" if settings["keep_shingles"] else "")

@@ -13,9 +13,11 @@ from typing import Any, Literal
 from neardup.errors import ConfigError
 
 ShingleMode = Literal["word", "char"]
+Tokenizer = Literal["builtin", "jieba"]
 KeepPolicy = Literal["first", "longest", "shortest"]
 
 SHINGLE_MODES: tuple[str, ...] = ("word", "char")
+TOKENIZERS: tuple[str, ...] = ("builtin", "jieba")
 KEEP_POLICIES: tuple[str, ...] = ("first", "longest", "shortest")
 HASH_VERSION = 1  # bump when any hash, table or signature definition changes
 
@@ -41,11 +43,22 @@ class ShingleConfig:
     """``word``: n consecutive words (a run of CJK/Thai/... letters counts one token per
     character); ``char``: n consecutive characters, spaces included."""
     n: int = 2
+    tokenizer: Tokenizer = "builtin"
+    """``builtin``: neardup's own word rules; ``jieba``: the text is first cut into words by
+    jieba (``pip install 'neardup[zh]'``), each word one token, so Chinese shingles are n words
+    instead of n characters. Word mode only."""
 
     def __post_init__(self) -> None:
         if self.mode not in SHINGLE_MODES:
             raise ConfigError(f"shingle mode must be 'word' or 'char', got {self.mode!r}")
         _check_int("ngram", self.n, 1, 64)
+        if self.tokenizer not in TOKENIZERS:
+            raise ConfigError(f"tokenizer must be 'builtin' or 'jieba', got {self.tokenizer!r}")
+        if self.tokenizer != "builtin" and self.mode != "word":
+            raise ConfigError(
+                f"tokenizer {self.tokenizer!r} makes words, so it needs shingle mode 'word', "
+                f"not {self.mode!r}; character shingles take tokenizer 'builtin'"
+            )
 
 
 @dataclass(frozen=True)
@@ -134,6 +147,7 @@ class DedupConfig:
         threshold: float | None = None,
         shingle: ShingleMode | None = None,
         ngram: int | None = None,
+        tokenizer: Tokenizer | None = None,
         num_perm: int | None = None,
         seed: int | None = None,
         bands: int | None = None,
@@ -162,7 +176,11 @@ class DedupConfig:
                 **pick("lowercase", lowercase, d_text.lowercase),
                 **pick("strip_punctuation", strip_punctuation, d_text.strip_punctuation),
             ),
-            shingle=ShingleConfig(**pick("mode", shingle, d_sh.mode), **pick("n", ngram, d_sh.n)),
+            shingle=ShingleConfig(
+                **pick("mode", shingle, d_sh.mode),
+                **pick("n", ngram, d_sh.n),
+                **pick("tokenizer", tokenizer, d_sh.tokenizer),
+            ),
             minhash=MinHashConfig(
                 **pick("num_perm", num_perm, d_mh.num_perm), **pick("seed", seed, d_mh.seed)
             ),
@@ -180,8 +198,22 @@ class DedupConfig:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of every setting."""
-        return asdict(self)
+        """A JSON-ready dict of every setting, but ``shingle.tokenizer`` and ``containment`` at
+        their defaults: settings added after work dirs and summaries were first written are left
+        out while they are ``builtin`` and None, so that a run writes (and resumes) what earlier
+        versions wrote.
+
+        >>> DedupConfig.create(tokenizer="jieba").to_dict()["shingle"]
+        {'mode': 'word', 'n': 2, 'tokenizer': 'jieba'}
+        >>> DedupConfig().to_dict()["shingle"]
+        {'mode': 'word', 'n': 2}
+        """
+        out = asdict(self)
+        if self.shingle.tokenizer == "builtin":
+            del out["shingle"]["tokenizer"]
+        if self.containment is None:
+            del out["containment"]
+        return out
 
 
 def _check_int(name: str, value: object, lo: int, hi: int) -> None:

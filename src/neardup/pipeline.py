@@ -105,7 +105,6 @@ class DedupResult:
             "bands": self.bands,
             "rows": self.rows,
             "threshold": lsh.threshold,
-            "containment": self.config.containment,
             "s_curve": s_curve(lsh.threshold, self.bands, self.rows),
             "shingle": self.config.shingle.mode,
             "ngram": self.config.shingle.n,
@@ -120,6 +119,7 @@ class DedupResult:
             "kept_ratio": round(kept / n, 6) if n else 1.0,
             "seconds": {k: round(v, 4) for k, v in self.seconds.items()},
             "config": self.config.to_dict(),
+            **({} if self.config.containment is None else {"containment": self.config.containment}),
         }
 
 

@@ -21,7 +21,7 @@ from neardup.core.hashing import pack_permutations, splitmix64_stream, update_si
 from neardup.core.jit import in_ranges, kernel
 from neardup.core.scan import EMPTY_VALUE as EMPTY_VALUE
 from neardup.core.scan import SIGNATURES, scan_batch
-from neardup.core.text import TextBatch, _table_args, encode_texts, tokenizer_flags
+from neardup.core.text import TextBatch, _table_args, encode_texts, segmented, tokenizer_flags
 from neardup.errors import ConfigError
 
 _PAIRS_SERIAL_BELOW = 1 << 14  # fewer pairs than this skip the thread pool
@@ -65,6 +65,7 @@ class MinHasher:
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(signatures uint32[n, num_perm], shingle counts int64[n])`` of a batch, on the
         kernel threads (on this thread only, when not ``parallel``)."""
+        batch = segmented(batch, self.text, self.shingle)
         n_docs = len(batch)
         out = np.empty((n_docs, self.minhash.num_perm), dtype=np.uint32)
         counts = np.empty(n_docs, dtype=np.int64)

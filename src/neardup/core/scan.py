@@ -37,6 +37,7 @@ from neardup.core.text import (
     F_CHAR_MODE,
     F_COMPAT,
     F_LOWERCASE,
+    F_SEGMENTED,
     F_STRIP_ACCENTS,
     F_STRIP_PUNCT,
     _decode,
@@ -292,6 +293,8 @@ def scan_part(
     recording away).
     """
     char_mode = (flags & F_CHAR_MODE) != 0
+    # segmented text: a segmenter put spaces between words, so an unspaced letter is a word letter
+    segmented = (flags & F_SEGMENTED) != 0
     strip_punct = (flags & F_STRIP_PUNCT) != 0
     strip = (flags & F_STRIP_ACCENTS) != 0
     mapped = HAS_CANON  # the table bits that mean "this code point changes"
@@ -489,6 +492,8 @@ def scan_part(
                         cls = exp_cls[q]
                     if cls == PUNCT:
                         cls = SPACE if strip_punct else WORD
+                    elif cls == UNSPACED and segmented:
+                        cls = WORD
                     if cls == DROP:
                         continue
                     # in char mode every character ends the token before it

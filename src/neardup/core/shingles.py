@@ -18,7 +18,7 @@ from neardup.config import ShingleConfig, TextConfig
 from neardup.core.hashing import no_permutations
 from neardup.core.scan import SETS, no_sigs, scan_batch, scan_shingles
 from neardup.core.sorting import sorted_unique
-from neardup.core.text import TextBatch, _table_args, encode_texts, tokenizer_flags
+from neardup.core.text import TextBatch, _table_args, encode_texts, segmented, tokenizer_flags
 
 
 def doc_shingles(
@@ -83,10 +83,14 @@ def shingle_sets(
     elif values.dtype != np.uint64 or values.shape != (bounds[-1],) or not values.flags.c_contiguous:
         raise ValueError(f"values must be {bounds[-1]} contiguous uint64s, got {values.shape} {values.dtype}")
     lengths = np.zeros(docs.size, dtype=np.int64)
+    read = docs
+    if shingle.tokenizer != "builtin":  # only these documents are segmented, into a batch of their own
+        batch = segmented(batch, text, shingle, docs)
+        read = np.arange(docs.size, dtype=np.int64)
     scan_batch(
         batch.data,
         batch.offsets,
-        docs,
+        read,
         _table_args(),
         tokenizer_flags(text, shingle),
         shingle.n,
@@ -107,7 +111,7 @@ def shingle_hashes(
     """The sorted, unique shingle hashes of one text."""
     tcfg = text_config or TextConfig()
     scfg = shingle_config or ShingleConfig()
-    batch = encode_texts([text])
+    batch = segmented(encode_texts([text]), tcfg, scfg)
     sh = doc_shingles(
         batch.data, 0, int(batch.offsets[1]), *_table_args(), tokenizer_flags(tcfg, scfg), scfg.n
     )

@@ -9,19 +9,28 @@ Japanese, Thai, ...); char mode makes a token of each character, with a single
 space token between words (but none between two letters of unspaced scripts,
 so re-wrapped Chinese text keeps its character n-grams).
 
+A tokenizer other than ``builtin`` (jieba) first cuts each text into words separated by
+spaces (``segmented``, through :mod:`neardup.core.segmenters`); the tokeniser then reads it
+with ``F_SEGMENTED``, under which letters of unspaced scripts join word runs as Latin letters
+do, so each of those words is one token. Every function that reads text for signatures,
+shingles or tokens passes its batch through ``segmented``: it is the one place where that
+happens, so every path segments alike.
+
 The compiled tokeniser itself is ``neardup.core.scan.scan_part``: it hashes
 tokens as it reads them, and only ``tokenize`` asks it for their bytes.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
 
-from neardup.config import ShingleConfig, TextConfig
+from neardup.config import ShingleConfig, TextConfig, Tokenizer
 from neardup.core.jit import helper, hot_helper
+from neardup.core.segmenters import segmenter
 from neardup.core.unicode_table import (
     HAS_CANON,
     HAS_COMPAT,
@@ -36,6 +45,7 @@ F_STRIP_ACCENTS = 2
 F_LOWERCASE = 4
 F_STRIP_PUNCT = 8
 F_CHAR_MODE = 16
+F_SEGMENTED = 32  # the text was cut into words by a segmenter: unspaced letters make word runs
 
 _EXPANSION_CAP = 128  # longer than any decomposition-then-lower-case chain
 _MAX_N = 64  # the longest shingle (ShingleConfig checks n)
@@ -75,7 +85,48 @@ def tokenizer_flags(text: TextConfig, shingle: ShingleConfig | None = None) -> i
         flags |= F_STRIP_PUNCT
     if shingle is not None and shingle.mode == "char":
         flags |= F_CHAR_MODE
+    if shingle is not None and shingle.tokenizer != "builtin":
+        flags |= F_SEGMENTED
     return flags
+
+
+def decode_texts(batch: TextBatch, docs: np.ndarray | None = None) -> list[str]:
+    """The texts of documents ``docs`` (all, if None) of ``batch``; malformed UTF-8 reads as U+FFFD."""
+    view = batch.data.data  # a memoryview of the bytes
+    offsets = batch.offsets
+    picked = range(len(batch)) if docs is None else docs.tolist()
+    out = []
+    for d in picked:
+        raw = view[int(offsets[d]) : int(offsets[d + 1])]
+        try:
+            out.append(str(raw, "utf-8", "surrogatepass"))  # as encode_texts wrote lone surrogates
+        except UnicodeDecodeError:
+            out.append(str(raw, "utf-8", "replace"))
+    return out
+
+
+def segmented(
+    batch: TextBatch, text: TextConfig, shingle: ShingleConfig, docs: np.ndarray | None = None
+) -> TextBatch:
+    """The batch the tokeniser reads under ``text`` and ``shingle``: documents ``docs`` of
+    ``batch`` (all, if None; with the builtin tokenizer, ``batch`` itself), their words cut
+    apart by the tokenizer's segmenter. Document k of the result is ``docs[k]``.
+
+    With ``text.nfkc`` the segmenter reads the texts NFKC-folded, so that full-width letters
+    and digits make words as ASCII ones do (jieba cuts ``Ｈello`` into ``Ｈ`` and ``ello``).
+    """
+    if shingle.tokenizer == "builtin":
+        if docs is None:
+            return batch
+        raise ValueError("the builtin tokenizer reads the batch itself, not a copy of some documents")
+    segment = segmenter(shingle.tokenizer)
+    texts = decode_texts(batch, docs)
+    if text.nfkc:
+        texts = [unicodedata.normalize("NFKC", t) for t in texts]
+    words = segment(texts)
+    if len(words) != len(texts):
+        raise ValueError(f"the {shingle.tokenizer} segmenter gave {len(words)} texts for {len(texts)}")
+    return encode_texts(words)
 
 
 @hot_helper
@@ -189,8 +240,11 @@ def _table_args() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return table.entries, table.records, table.pool
 
 
-def tokenize(text: str, config: TextConfig | None = None, mode: str = "word") -> list[str]:
-    """The tokens of ``text``: what shingles are made of.
+def tokenize(
+    text: str, config: TextConfig | None = None, mode: str = "word", *, tokenizer: Tokenizer = "builtin"
+) -> list[str]:
+    """The tokens of ``text``: what shingles are made of (``tokenizer`` as in
+    :class:`~neardup.config.ShingleConfig`).
 
     >>> tokenize("Hello, Wörld! 你好")
     ['hello', 'world', '你', '好']
@@ -198,7 +252,10 @@ def tokenize(text: str, config: TextConfig | None = None, mode: str = "word") ->
     from neardup.core.scan import scan_tokens  # the tokeniser's kernel imports this module
 
     cfg = config or TextConfig()
-    flags = tokenizer_flags(cfg, ShingleConfig(mode="char" if mode == "char" else "word"))
+    shingle = ShingleConfig(mode="char" if mode == "char" else "word", tokenizer=tokenizer)
+    flags = tokenizer_flags(cfg, shingle)
+    if shingle.tokenizer != "builtin":
+        text = decode_texts(segmented(encode_texts([text]), cfg, shingle))[0]
     raw = text.encode("utf-8", "surrogatepass")
     buf, ends = scan_tokens(np.frombuffer(raw or b"\0", dtype=np.uint8), len(raw), _table_args(), flags)
     out = bytes(buf)

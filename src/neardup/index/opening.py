@@ -33,6 +33,7 @@ __all__ = [
 SIGNATURE_SETTINGS = (
     "shingle",
     "ngram",
+    "tokenizer",
     "num_perm",
     "seed",
     "threshold",
@@ -97,6 +98,7 @@ def merged_config(stored: IndexSettings, settings: Mapping[str, Any] | None = No
     merged: dict[str, Any] = {
         "shingle": stored.shingle_mode,
         "ngram": stored.ngram,
+        "tokenizer": stored.tokenizer,
         "num_perm": stored.num_perm,
         "seed": stored.seed,
         "threshold": stored.threshold,

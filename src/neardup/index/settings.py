@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from neardup.config import HASH_VERSION, DedupConfig
+from neardup.config import HASH_VERSION, TOKENIZERS, DedupConfig
 from neardup.core.containment import containment_columns
 from neardup.core.params import lsh_shape
 from neardup.errors import IndexSettingsError
@@ -20,6 +20,7 @@ SIGNATURE_FIELDS: tuple[str, ...] = (
     "seed",
     "shingle_mode",
     "ngram",
+    "tokenizer",
     "nfkc",
     "strip_accents",
     "lowercase",
@@ -38,7 +39,9 @@ class IndexSettings:
     similarity); ``containment`` whether documents are also filed for containment search (see
     :mod:`neardup.core.containment`), and ``partitions`` which size partitions hold documents
     (it only grows). They are properties of the index, not of a signature, so they are never
-    compared.
+    compared. ``tokenizer`` came after format 1 was first written: an index stored without it was
+    built with the builtin tokenizer, and :meth:`to_dict` leaves it out while it is ``builtin``,
+    so that such an index reads (and writes) as before.
     """
 
     format_version: int
@@ -55,6 +58,7 @@ class IndexSettings:
     rows: int
     threshold: float
     keep_shingles: bool = False
+    tokenizer: str = "builtin"
     containment: bool = False
     partitions: tuple[int, ...] = ()
 
@@ -89,6 +93,7 @@ class IndexSettings:
             rows=rows,
             threshold=float(config.lsh.threshold),
             keep_shingles=keep_shingles,
+            tokenizer=config.shingle.tokenizer,
             containment=containment,
         )
 
@@ -96,10 +101,13 @@ class IndexSettings:
         """A config that makes the same signatures and band keys (with bands and rows fixed)."""
         if self.shingle_mode not in ("word", "char"):
             raise IndexSettingsError(f"shingle_mode must be 'word' or 'char', got {self.shingle_mode!r}")
+        if self.tokenizer not in TOKENIZERS:
+            raise IndexSettingsError(f"tokenizer must be 'builtin' or 'jieba', got {self.tokenizer!r}")
         return DedupConfig.create(
             threshold=self.threshold,
             shingle="word" if self.shingle_mode == "word" else "char",
             ngram=self.ngram,
+            tokenizer="jieba" if self.tokenizer == "jieba" else "builtin",
             num_perm=self.num_perm,
             seed=self.seed,
             bands=self.bands,
@@ -111,10 +119,13 @@ class IndexSettings:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of every setting; an index without containment search leaves its two
-        settings out, so that releases before them read it."""
+        """A JSON-ready dict of every setting; ``tokenizer`` only when it is not ``builtin``, and
+        the two containment settings only in a containment index, so that releases before them
+        read the others."""
         out = asdict(self)
         out["partitions"] = list(self.partitions)
+        if self.tokenizer == "builtin":
+            del out["tokenizer"]
         if not self.containment:
             del out["containment"], out["partitions"]
         return out
@@ -123,7 +134,7 @@ class IndexSettings:
     def from_dict(cls, data: dict[str, Any]) -> IndexSettings:
         """Settings from :meth:`to_dict` output; a missing or unknown setting is an error."""
         names = {f.name for f in fields(cls)}
-        required = names - {"keep_shingles", "containment", "partitions"}
+        required = names - {"keep_shingles", "tokenizer", "containment", "partitions"}
         missing = sorted(required - data.keys())
         unknown = sorted(data.keys() - names)
         if missing or unknown:

@@ -83,6 +83,7 @@ def config_of(summary: dict[str, Any]) -> DedupConfig:
         threshold=lsh.get("threshold"),
         shingle=shingle.get("mode"),
         ngram=shingle.get("n"),
+        tokenizer=shingle.get("tokenizer"),
         num_perm=minhash.get("num_perm"),
         seed=minhash.get("seed"),
         bands=summary.get("bands"),

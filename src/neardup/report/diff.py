@@ -40,7 +40,7 @@ class PairDiff:
 
 def tokens_of(text: str, text_config: TextConfig, shingle: ShingleConfig, limit: int) -> list[str]:
     """The first ``limit`` tokens of ``text`` under the run's settings (characters in char mode)."""
-    return tokenize(text, text_config, mode=shingle.mode)[:limit]
+    return tokenize(text, text_config, mode=shingle.mode, tokenizer=shingle.tokenizer)[:limit]
 
 
 def _ngram_keys(ids: np.ndarray, n: int) -> np.ndarray:
