@@ -115,6 +115,11 @@ def containment_band_keys(signatures: np.ndarray, partitions: np.ndarray) -> np.
     return out
 
 
+def partition_salts(partitions: np.ndarray) -> np.ndarray:
+    """uint64: each partition's salt, as :func:`containment_band_keys` applies it."""
+    return _salts(np.asarray(partitions, dtype=np.int64))
+
+
 @functools.lru_cache(maxsize=4096)
 def _salt(partition: int) -> np.uint64:
     salt: np.uint64 = _salts(np.array([partition]))[0]

@@ -25,8 +25,8 @@ from neardup.core.containment import (
     estimate_containment,
     layout_keys,
     partition_of,
+    partition_salts,
     query_plan,
-    salted,
 )
 from neardup.core.shingles import ShingleSets, shingle_sets
 from neardup.core.text import encode_texts
@@ -83,13 +83,14 @@ def _record_partitions(index: LSHIndex, partitions: np.ndarray) -> None:
 
 
 def _current_partitions(index: LSHIndex) -> list[int]:
+    """The partitions the stored settings list now (another process may have added some)."""
     stored = index.storage.read_settings()
     if stored is None:
         return list(index.settings.partitions)
-    settings = IndexSettings.from_dict(stored)
-    if settings.partitions != index.settings.partitions:
-        index.settings = replace(index.settings, partitions=settings.partitions)
-    return list(settings.partitions)
+    listed = tuple(stored.get("partitions", ()))
+    if listed != index.settings.partitions:
+        index.settings = replace(index.settings, partitions=IndexSettings.from_dict(stored).partitions)
+    return list(index.settings.partitions)
 
 
 def query_containment_many(
@@ -139,67 +140,95 @@ def _query_chunk(
     top_k: int | None,
     exact: bool,
 ) -> list[list[ContainmentMatch]]:
+    """One storage lookup for the probes of ``queries`` (rows of ``sigs`` and ``sets``), then
+    every (query, candidate) pair scored in one batch."""
     settings = index.settings
     num_perm = settings.num_perm
-    keys = layout_keys(sigs[queries])
     sizes = sets.lengths[queries]
-    rows_of: list[int] = []  # each probe row's query (its place in ``queries``)
-    cells: list[tuple[int, np.ndarray, np.ndarray]] = []  # (row, columns, band keys)
-    for q in range(queries.size):
-        for probe in query_plan(int(sizes[q]), partitions, threshold, direction, num_perm):
-            first = probe.layout.first_column
-            cells.append(
-                (
-                    len(rows_of),
-                    settings.bands + first + np.arange(probe.bands),
-                    salted(keys[q, first : first + probe.bands], probe.partition),
-                )
-            )
-            rows_of.append(q)
+    # the probes, one row each: its query, partition, first column and bands
+    plan_rows = [
+        (q, probe.partition, probe.layout.first_column, probe.bands)
+        for q in range(queries.size)
+        for probe in query_plan(int(sizes[q]), partitions, threshold, direction, num_perm)
+    ]
     results: list[list[ContainmentMatch]] = [[] for _ in range(queries.size)]
-    if not rows_of:
+    if not plan_rows:
         return results
-    probe_keys = np.zeros((len(rows_of), settings.band_columns), dtype=np.uint64)
+    row_query, row_part, row_first, row_bands = (
+        np.array(c, dtype=np.int64) for c in zip(*plan_rows, strict=True)
+    )
+    cell_row = np.repeat(np.arange(row_query.size), row_bands)
+    cell_col = np.repeat(row_first, row_bands) + (
+        np.arange(cell_row.size) - np.repeat(np.cumsum(row_bands) - row_bands, row_bands)
+    )
+    keys = layout_keys(sigs[queries])
+    salts = partition_salts(row_part)
+    probe_keys = np.zeros((row_query.size, settings.band_columns), dtype=np.uint64)
     mask = np.zeros(probe_keys.shape, dtype=bool)
-    for row, columns, band in cells:
-        probe_keys[row, columns] = band
-        mask[row, columns] = True
+    probe_keys[cell_row, settings.bands + cell_col] = keys[row_query[cell_row], cell_col] ^ salts[cell_row]
+    mask[cell_row, settings.bands + cell_col] = True
     found = index.storage.lookup(probe_keys, shingles=exact, mask=mask)
     if not found.keys:
         return results
-    per_query: list[list[np.ndarray]] = [[] for _ in range(queries.size)]
-    for row, q in enumerate(rows_of):
-        per_query[q].append(found.rows[row])
+    # every (query, candidate) pair once
+    lengths = np.fromiter(map(len, found.rows), dtype=np.int64, count=len(found.rows))
+    hits = np.concatenate(found.rows) if lengths.sum() else np.empty(0, np.int64)
+    width = len(found.keys)
+    packed = np.unique(np.repeat(row_query, lengths) * width + hits)
+    pair_query, pair_cand = packed // width, packed % width
     doc_sizes = _doc_sizes(index, found.keys, found.shingles)
-    stored_sets = found.shingles
+    known = doc_sizes[pair_cand] >= 0
+    pair_query, pair_cand = pair_query[known], pair_cand[known]
+    scores = np.empty(pair_query.size, dtype=np.float64)
+    is_exact = np.zeros(pair_query.size, dtype=bool)
+    stored = found.shingles
+    if exact and stored is not None:
+        has_set = np.array([s is not None for s in stored], dtype=bool)
+        is_exact = has_set[pair_cand]
+        if is_exact.any():
+            scores[is_exact] = _exact_pairs(
+                sets, queries, stored, pair_query[is_exact], pair_cand[is_exact], direction
+            )
+    estimated = ~is_exact
+    if estimated.any():
+        q_rows, c_rows = pair_query[estimated], pair_cand[estimated]
+        jaccard = np.count_nonzero(found.signatures[c_rows] == sigs[queries[q_rows]], axis=1) / num_perm
+        scores[estimated] = estimate_containment(jaccard, sizes[q_rows], doc_sizes[c_rows], direction)
+    keep = scores >= threshold - 1e-12
+    pair_query, pair_cand, scores, is_exact = pair_query[keep], pair_cand[keep], scores[keep], is_exact[keep]
+    # by query, best first, ties by key (candidates are sorted by key)
+    order = np.lexsort((pair_cand, -scores, pair_query))
+    bounds = np.searchsorted(pair_query[order], np.arange(queries.size + 1))
+    names = found.keys
     for q in range(queries.size):
-        cand = np.unique(np.concatenate(per_query[q])) if per_query[q] else np.empty(0, np.int64)
-        cand = cand[doc_sizes[cand] >= 0]
-        if cand.size == 0:
-            continue
-        query_set = sets.get(int(queries[q]))
-        scores = np.empty(cand.size, dtype=np.float64)
-        is_exact = np.zeros(cand.size, dtype=bool)
-        if exact and stored_sets is not None:
-            with_sets = np.array([stored_sets[i] is not None for i in cand.tolist()], dtype=bool)
-            if with_sets.any():
-                picked = cand[with_sets]
-                scores[with_sets] = _exact(query_set, [stored_sets[i] for i in picked.tolist()], direction)
-                is_exact[with_sets] = True
-        estimated = ~is_exact
-        if estimated.any():
-            picked = cand[estimated]
-            jaccard = np.count_nonzero(found.signatures[picked] == sigs[queries[q]], axis=1) / num_perm
-            scores[estimated] = estimate_containment(jaccard, sizes[q], doc_sizes[picked], direction)
-        keep = np.flatnonzero(scores >= threshold - 1e-12)
-        order = keep[np.argsort(-scores[keep], kind="stable")]  # candidates are sorted by key
+        picked = order[bounds[q] : bounds[q + 1]]
         if top_k is not None:
-            order = order[:top_k]
+            picked = picked[:top_k]
         results[q] = [
-            ContainmentMatch(found.keys[int(cand[i])], min(1.0, float(scores[i])), bool(is_exact[i]))
-            for i in order.tolist()
+            ContainmentMatch(names[c], min(1.0, s), e)
+            for c, s, e in zip(
+                pair_cand[picked].tolist(), scores[picked].tolist(), is_exact[picked].tolist(), strict=True
+            )
         ]
     return results
+
+
+def _exact_pairs(
+    sets: ShingleSets,
+    queries: np.ndarray,
+    stored: list[np.ndarray | None],
+    pair_query: np.ndarray,
+    pair_cand: np.ndarray,
+    direction: Direction,
+) -> np.ndarray:
+    """Exact containment of each (query, stored set) pair, in one compiled pass."""
+    used = np.unique(pair_cand)
+    packed = ShingleSets.from_sets([sets.get(int(q)) for q in queries] + [stored[int(c)] for c in used])  # type: ignore[misc]
+    right = queries.size + np.searchsorted(used, pair_cand)
+    shared = intersection_pairs(packed, int(packed.docs.size), pair_query, right)
+    denominator = packed.lengths[right] if direction == "doc_in_query" else packed.lengths[pair_query]
+    out: np.ndarray = np.where(denominator > 0, shared / np.maximum(denominator, 1), 0.0)
+    return out
 
 
 def _doc_sizes(index: LSHIndex, keys: list[str], shingles: list[np.ndarray | None] | None) -> np.ndarray:
@@ -220,16 +249,6 @@ def _doc_sizes(index: LSHIndex, keys: list[str], shingles: list[np.ndarray | Non
             if info is not None and info.shingles is not None:
                 sizes[i] = info.shingles
     return sizes
-
-
-def _exact(query: np.ndarray, stored: list[np.ndarray], direction: Direction) -> np.ndarray:
-    """Exact containment of the query set with each stored set."""
-    packed = ShingleSets.from_sets([query, *stored])
-    right = np.arange(1, len(stored) + 1, dtype=np.int64)
-    shared = intersection_pairs(packed, len(stored) + 1, np.zeros(len(stored), dtype=np.int64), right)
-    denominator = packed.lengths[1:] if direction == "doc_in_query" else np.full(len(stored), query.size)
-    out: np.ndarray = np.where(denominator > 0, shared / np.maximum(denominator, 1), 0.0)
-    return out
 
 
 @dataclass(frozen=True)

@@ -76,13 +76,15 @@ class MemoryStorage:
     ) -> Candidates:
         keys = np.asarray(band_keys, dtype=np.uint64)
         wanted = lookup_mask(keys, mask)
-        per_row: list[set[str]] = []
-        for row, row_mask in zip(keys, wanted, strict=True):
-            found: set[str] = set()
-            bands = np.flatnonzero(row_mask)
-            for bucket in zip(bands.tolist(), row[bands].tolist(), strict=True):
-                found.update(self._buckets.get(bucket, ()))
-            per_row.append(found)
+        per_row: list[set[str]] = [set() for _ in range(keys.shape[0])]
+        cell_rows, cell_bands = np.nonzero(wanted)
+        buckets = self._buckets
+        for row, bucket in zip(
+            cell_rows.tolist(), zip(cell_bands.tolist(), keys[wanted].tolist(), strict=True), strict=True
+        ):
+            found = buckets.get(bucket)
+            if found:
+                per_row[row].update(found)
         return Candidates.from_rows(per_row, self.get_signatures, self.get_shingles if shingles else None)
 
     def get_signatures(self, keys: Sequence[str]) -> np.ndarray:

@@ -395,12 +395,12 @@ class SQLiteStorage:
                     signature_of[key] = signature
                     if shingles:
                         shingles_of[key] = row[3]
-        per_row: list[set[str]] = []
-        for row_buckets, row_mask in zip(buckets, wanted, strict=True):
-            found: set[str] = set()
-            for bucket in row_buckets[row_mask].tolist():
-                found.update(hits.get(bucket, ()))
-            per_row.append(found)
+        per_row: list[set[str]] = [set() for _ in range(buckets.shape[0])]
+        cell_rows = np.repeat(np.arange(buckets.shape[0]), wanted.sum(axis=1)).tolist()
+        for row, bucket in zip(cell_rows, buckets[wanted].tolist(), strict=True):
+            found = hits.get(bucket)
+            if found:
+                per_row[row].update(found)
         return Candidates.from_rows(
             per_row,
             lambda keys: self._signatures([signature_of[k] for k in keys]),
