@@ -101,6 +101,22 @@ def test_settings_match_the_local_engine(tmp_path: Path, settings: dict[str, obj
     both_engines([write_jsonl(tmp_path / "c.jsonl", planted(400))], tmp_path, settings=settings)
 
 
+def test_jieba_words_match_the_local_engine(tmp_path: Path) -> None:
+    """Ray's workers cut Chinese texts with jieba as the local engine does."""
+    pytest.importorskip("jieba")
+    texts = [json.loads(line)["text"] for line in (Path(__file__).parent / "data" / "zh_texts.jsonl").open()]
+    rows = []
+    for i, text in enumerate(texts):
+        rows.append({"id": f"t{i}", "text": text})
+        rows.append(
+            {"id": f"t{i}-copy", "text": text[: len(text) // 2] + "，" + text[len(text) // 2 :] + "。"}
+        )
+    source = tmp_path / "zh.jsonl"
+    source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    summary = both_engines([source], tmp_path, settings={"tokenizer": "jieba", "ngram": 1})
+    assert summary["duplicates_removed"] == len(texts)
+
+
 def test_generated_ids_and_several_files(tmp_path: Path) -> None:
     records = planted(500)
     a = write_jsonl(tmp_path / "a.jsonl", [{"text": r["text"]} for r in records[:250]])
