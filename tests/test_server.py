@@ -519,6 +519,25 @@ def test_containment_mode_on_a_containment_index(tmp_path: Path) -> None:
         again = http.post("/v1/check", json={**asked, "texts": [{"text": LETTER, "id": "letter2"}]})
         [second] = again.json()["results"]
         assert not second["inserted"] and [m["id"] for m in second["matches"]] == ["letter"]
+        from neardup.client import AsyncClient, Client
+        from neardup.index import ContainmentMatch
+
+        with Client(srv.url, api_key=KEYS["read"]) as client:
+            [checked] = client.check_containment(LETTER, min_containment=0.9, direction="doc_in_query")
+            assert checked.matches == [  # the letter inserted above, and the sentence it quotes
+                ContainmentMatch("letter", 1.0, True),
+                ContainmentMatch("market", 1.0, True),
+            ]
+            assert checked.is_duplicate and not checked.inserted
+
+        async def from_asyncio() -> list[str]:
+            async with AsyncClient(srv.url, api_key=KEYS["read"]) as client:
+                found = await client.check_containment([LETTER], min_containment=0.6)
+                return [m.key for m in found[0].matches]
+
+        import asyncio
+
+        assert asyncio.run(from_asyncio()) == ["letter"]
         for bad in ({"min_containment": 0}, {"min_containment": 1.5}, {"direction": "both"}, {"mode": "x"}):
             refused = http.post("/v1/check", json={"text": LETTER, "mode": "containment", **bad})
             assert refused.status_code == 422, refused.text

@@ -15,8 +15,10 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
+from neardup.core.containment import Direction
 from neardup.errors import NeardupError
 from neardup.index.checking import CheckResult, InsertPolicy
+from neardup.index.containment import ContainmentCheck, ContainmentMatch
 from neardup.index.lsh_index import Match
 
 __all__ = ["AsyncClient", "Client", "ServerError"]
@@ -50,6 +52,32 @@ def _check_body(
         raise ValueError(f"{len(keys)} ids but {len(items)} texts")
     entries = [{"text": t} if k is None else {"text": t, "id": k} for t, k in zip(items, keys, strict=True)]
     return {"texts": entries, "top_k": top_k, "insert": insert}
+
+
+def _containment_body(
+    texts: str | Sequence[str],
+    ids: Sequence[str | None] | None,
+    insert: InsertPolicy,
+    top_k: int,
+    min_containment: float,
+    direction: Direction,
+) -> dict[str, Any]:
+    body = _check_body(texts, ids, insert, top_k)
+    return {**body, "mode": "containment", "min_containment": min_containment, "direction": direction}
+
+
+def _containment_results(body: dict[str, Any]) -> list[ContainmentCheck]:
+    return [
+        ContainmentCheck(
+            key=r["id"],
+            matches=[
+                ContainmentMatch(m["id"], float(m["containment"]), bool(m["exact"])) for m in r["matches"]
+            ],
+            is_duplicate=bool(r["is_duplicate"]),
+            inserted=bool(r["inserted"]),
+        )
+        for r in body["results"]
+    ]
 
 
 def _results(body: dict[str, Any]) -> list[CheckResult]:
@@ -100,6 +128,21 @@ class Client:
         body = _check_body(texts, ids, insert, top_k)
         return _results(_answer(self._http.post("/v1/check", json=body)))
 
+    def check_containment(
+        self,
+        texts: str | Sequence[str],
+        ids: Sequence[str | None] | None = None,
+        *,
+        min_containment: float = 0.8,
+        direction: Direction = "query_in_doc",
+        insert: InsertPolicy = "never",
+        top_k: int = 10,
+    ) -> list[ContainmentCheck]:
+        """Each text's matches by containment (``mode: containment``; the index must be built
+        with ``--containment``), as :meth:`LSHIndex.check_containment_many` gives them."""
+        body = _containment_body(texts, ids, insert, top_k, min_containment, direction)
+        return _containment_results(_answer(self._http.post("/v1/check", json=body)))
+
     def insert(self, ids: Sequence[str], texts: Sequence[str]) -> int:
         """Insert (or replace) documents; the number inserted."""
         docs = [{"id": k, "text": t} for k, t in zip(ids, texts, strict=True)]
@@ -149,6 +192,19 @@ class AsyncClient:
     ) -> list[CheckResult]:
         body = _check_body(texts, ids, insert, top_k)
         return _results(_answer(await self._http.post("/v1/check", json=body)))
+
+    async def check_containment(
+        self,
+        texts: str | Sequence[str],
+        ids: Sequence[str | None] | None = None,
+        *,
+        min_containment: float = 0.8,
+        direction: Direction = "query_in_doc",
+        insert: InsertPolicy = "never",
+        top_k: int = 10,
+    ) -> list[ContainmentCheck]:
+        body = _containment_body(texts, ids, insert, top_k, min_containment, direction)
+        return _containment_results(_answer(await self._http.post("/v1/check", json=body)))
 
     async def insert(self, ids: Sequence[str], texts: Sequence[str]) -> int:
         docs = [{"id": k, "text": t} for k, t in zip(ids, texts, strict=True)]
