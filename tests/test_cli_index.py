@@ -342,3 +342,24 @@ def test_query_by_containment_needs_a_containment_index(tmp_path: Path) -> None:
     )
     table = run("index", "stats", "--index", idx)
     assert "not searchable (build with --containment)" in table.stdout
+
+
+def test_dedup_against_a_containment_index_files_distinct_counts(tmp_path: Path) -> None:
+    idx = tmp_path / "idx.db"
+    first = jsonl(tmp_path / "first.jsonl", DOCS)
+    built = run("index", "build", first, "--index", idx, "--id-column", "id", "--containment", "-q")
+    assert built.exit_code == 0, built.output
+    repeated = "the essay says the essay says the essay says " + ESSAY
+    new = jsonl(tmp_path / "new.jsonl", [{"id": "essay", "text": repeated}])
+    done = run(
+        "dedup", new, "-o", tmp_path / "out", "--against", idx, "--update-index", "--id-column", "id", "-q"
+    )
+    assert done.exit_code == 0, done.output
+    from neardup import shingle_hashes
+    from neardup.index import LSHIndex
+
+    with LSHIndex.open(idx) as index:
+        info = index.info("essay")
+        assert info is not None and info.shingles == shingle_hashes(repeated).size  # not the repeats
+        fox = "the quick brown fox jumps over the lazy dog near the river bank"
+        assert [m.key for m in index.query_containment(fox, 0.8)] == ["a", "essay"]

@@ -240,15 +240,18 @@ def add_kept(index: LSHIndex, batch: TextBatch, result: AgainstResult, keys: Seq
     if kept.size == 0:
         return 0
     shingles = None
-    if index.settings.keep_shingles:
+    counts = result.batch.shingle_counts[kept]
+    if index.settings.keep_shingles or index.settings.containment:  # distinct counts: containment's sizes
         cfg = result.batch.config
         sets = shingle_sets(batch, kept, result.batch.shingle_counts, cfg.text, cfg.shingle)
-        shingles = [sets.get(i).copy() for i in range(kept.size)]
+        counts = sets.lengths
+        if index.settings.keep_shingles:
+            shingles = [sets.get(i).copy() for i in range(kept.size)]
     index.insert_signatures(
         [keys[i] for i in kept.tolist()],
         result.batch.signatures[kept],
         settings=IndexSettings.from_config(result.batch.config),
         shingles=shingles,
-        shingle_counts=result.batch.shingle_counts[kept],
+        shingle_counts=counts,
     )
     return int(kept.size)
