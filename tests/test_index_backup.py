@@ -22,6 +22,7 @@ from click.testing import CliRunner, Result
 import neardup.index.sqlite as sqlite_backend
 from neardup.cli import main
 from neardup.config import DedupConfig
+from neardup.core.containment import DIRECTIONS
 from neardup.core.lsh import band_keys
 from neardup.errors import ConfigError, StorageError
 from neardup.index import LSHIndex, Match, MemoryStorage, RedisStorage, SQLiteStorage, Storage
@@ -174,6 +175,29 @@ def test_round_trip_answers_as_the_source(
     back = str(tmp_path / "restored.db")
     restored = restore_index(where[dest], back)
     assert restored["documents"] == 61 and snapshot(back) == before
+
+
+@pytest.mark.parametrize(("src", "dest"), [("sqlite", "redis-dest"), ("redis", "sqlite-dest")])
+def test_a_containment_index_copies_its_layouts(
+    src: str, dest: str, tmp_path: Path, redis_urls: Callable[[int], str]
+) -> None:
+    where = locations(tmp_path, redis_urls)
+    with LSHIndex.open(where[src], SMALL, keep_shingles=True, containment=True) as index:
+        # documents of one to eight texts: several size partitions, each text in a few of them
+        docs = [" ".join(text(j) for j in range(i, i + 1 + i % 8)) for i in range(40)]
+        index.insert_many([f"k{i}" for i in range(40)], docs)
+        queries = [text(i) for i in range(0, 40, 3)]
+        want = [index.query_containment_many(queries, c, direction=d) for c in (0.5, 0.9) for d in DIRECTIONS]
+        estimated = index.query_containment_many(queries, 0.7, exact=False)
+        partitions = index.settings.partitions
+    assert any(want[0]) and len(partitions) > 1
+    backup_index(where[src], where[dest])
+    with LSHIndex.open(where[dest]) as copy:
+        assert copy.settings.containment and copy.settings.partitions == partitions
+        assert [
+            copy.query_containment_many(queries, c, direction=d) for c in (0.5, 0.9) for d in DIRECTIONS
+        ] == want
+        assert copy.query_containment_many(queries, 0.7, exact=False) == estimated
 
 
 def test_a_backup_file_restores_onto_a_used_index(tmp_path: Path, redis_urls: Callable[[int], str]) -> None:

@@ -16,7 +16,8 @@ as it was at one instant, while other processes go on reading and writing it:
 
 The copy stores the source's settings as they are, and each document's key, signature, shingle
 count and (when the index keeps them) shingles; its documents' ``inserted_at`` is the copy's time.
-Its band keys are computed again from the signatures with the settings' bands and rows, as
+Its band keys are computed again from the signatures with the settings' bands and rows (and, in
+a containment index, its layouts from the stored distinct shingle counts), as
 :class:`~neardup.index.lsh_index.LSHIndex` computes them, and a document enters the band tables
 unless its signature is empty, as ``insert_signatures`` decides: both follow from what is copied,
 so the protocol needs no reader of band tables, and a backend's own layout of them (SQLite rows,
@@ -45,6 +46,7 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
+from neardup.core.containment import containment_band_keys, containment_columns, partition_of
 from neardup.core.lsh import band_keys
 from neardup.core.minhash import EMPTY_VALUE
 from neardup.errors import ConfigError, StorageError
@@ -371,6 +373,11 @@ def _copy_documents(
         eligible = ~np.all(sigs == EMPTY_VALUE, axis=1)
         counts = [None if info is None else info.shingles for info in source.info(keys)]
         known = None if None in counts else np.array(counts, dtype=np.int64)
+        if settings.containment:  # the containment layouts, from the stored distinct counts
+            sizes = np.array([c or 0 for c in counts], dtype=np.int64)
+            extra = np.zeros((len(keys), containment_columns(settings.num_perm)), dtype=np.uint64)
+            extra[eligible] = containment_band_keys(sigs[eligible], partition_of(sizes[eligible]))
+            bands = np.concatenate([bands, extra], axis=1)
         _insert(target, keys, sigs, bands, shingles, eligible, known)
         done += len(keys)
         if progress is not None:
