@@ -67,6 +67,8 @@ _READABLE_SCHEMAS = ("1", "2")  # layout 1 is migrated to 2 on open
 _LOCK_POLL_S = 0.005  # the longest sleep between two tries of a held lock file
 _NO_ACCESS = (errno.EACCES, errno.EPERM, errno.EROFS)
 _CHUNK = 500  # parameters per IN (...) list, well under SQLite's limit
+_LOOKUP_CHUNK = 4000  # buckets per lookup statement: one statement (no transaction) for a
+# containment query's few hundred probes
 _MAX_PARAMS = 32766  # parameters per multi-row INSERT: SQLite's default limit since 3.32
 _CACHE_KIB = 131072  # page cache per connection: band-table inserts touch pages all over the B-tree
 _MMAP_BYTES = 1 << 30  # reads map the file instead of copying pages in: faster random lookups
@@ -377,7 +379,8 @@ class SQLiteStorage:
         signature_of: dict[str, bytes] = {}
         shingles_of: dict[str, bytes | None] = {}
         columns = "b.bucket, d.key, d.signature" + (", d.shingles" if shingles else "")
-        parts = list(_chunks(unique))
+        limit = self._conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+        parts = list(_chunks(unique, min(_LOOKUP_CHUNK, limit)))
         # one statement reads one snapshot by itself; several need a read transaction around them
         # (a BEGIN and COMMIT cost as much as the lookup of a single text)
         snapshot = (
