@@ -538,6 +538,18 @@ def test_containment_mode_on_a_containment_index(tmp_path: Path) -> None:
         import asyncio
 
         assert asyncio.run(from_asyncio()) == ["letter"]
+        key_file = tmp_path / "read.key"
+        key_file.write_text(KEYS["read"])
+        cli = subprocess.run(
+            [NEARDUP, "check", "--server", srv.url, "--api-key-file", str(key_file), "--text", LETTER,
+             "--containment", "0.9", "--direction", "doc_in_query", "--json"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert cli.returncode == 3, cli.stderr
+        assert json.loads(cli.stdout)["matches"] == [
+            {"id": "letter", "containment": 1.0, "exact": True},
+            {"id": "market", "containment": 1.0, "exact": True},
+        ]
         for bad in ({"min_containment": 0}, {"min_containment": 1.5}, {"direction": "both"}, {"mode": "x"}):
             refused = http.post("/v1/check", json={"text": LETTER, "mode": "containment", **bad})
             assert refused.status_code == 422, refused.text

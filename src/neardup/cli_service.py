@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 import click
 
 from neardup.cli import EXIT_INPUT, _errors, _fail, main
+
+if TYPE_CHECKING:
+    from neardup.index.checking import CheckResult
+    from neardup.index.containment import ContainmentCheck
 
 
 @main.command("serve")
@@ -116,6 +122,21 @@ def serve(
     help="File holding the API key (or set NEARDUP_API_KEY).",
 )
 @click.option("--top-k", default=10, show_default=True, type=click.IntRange(1))
+@click.option(
+    "--containment",
+    "min_containment",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=None,
+    metavar="C",
+    help="Check by containment (an index built with --containment): matches holding C of the text.",
+)
+@click.option(
+    "--direction",
+    type=click.Choice(["query_in_doc", "doc_in_query"]),
+    default="query_in_doc",
+    show_default=True,
+    help="With --containment: the share of the text in a document, or of a document in the text.",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per text.")
 def check_command(
     files: tuple[Path, ...],
@@ -123,9 +144,14 @@ def check_command(
     text: str | None,
     api_key_file: Path | None,
     top_k: int,
+    min_containment: float | None,
+    direction: Literal["query_in_doc", "doc_in_query"],
     as_json: bool,
 ) -> None:
     """Check texts against a running neardup serve and print their matches.
+
+    With --containment C the score is containment, not Jaccard ("containment"
+    replaces "similarity" in --json).
 
     Exits 0 when no text is a duplicate, 3 when any is (for scripts), 1 when the server
     cannot be reached or refuses, 2 for usage errors.
@@ -157,20 +183,27 @@ def check_command(
         _fail("neardup check needs httpx: pip install 'neardup[client]'", 2)
     try:
         with Client(server, api_key=key or None) as client:
-            results = client.check(texts, top_k=top_k)
+            results: Sequence[CheckResult | ContainmentCheck] = (
+                client.check(texts, top_k=top_k)
+                if min_containment is None
+                else client.check_containment(
+                    texts, min_containment=min_containment, direction=direction, top_k=top_k
+                )
+            )
     except ServerError as exc:
         _fail(f"{server}: {exc}", EXIT_INPUT)
     except httpx.HTTPError as exc:
         _fail(f"{server}: cannot reach the server: {exc}", EXIT_INPUT)
+    score = "similarity" if min_containment is None else "containment"
     for name, result in zip(names, results, strict=True):
         if as_json:
             matches = [
-                {"id": m.key, "similarity": round(m.similarity, 6), "exact": m.exact} for m in result.matches
+                {"id": m.key, score: round(getattr(m, score), 6), "exact": m.exact} for m in result.matches
             ]
             click.echo(json.dumps({"query": name, "is_duplicate": result.is_duplicate, "matches": matches}))
         elif not result.matches:
             click.echo(f"{name}: no match")
         else:
             for m in result.matches:
-                click.echo(f"{name}: {m.key} {m.similarity:.4f}{' exact' if m.exact else ''}")
+                click.echo(f"{name}: {m.key} {getattr(m, score):.4f}{' exact' if m.exact else ''}")
     sys.exit(3 if any(r.is_duplicate for r in results) else 0)
