@@ -24,6 +24,7 @@ from rich.table import Table
 from neardup import __version__, interrupts
 from neardup.config import KEEP_POLICIES, TOKENIZERS, DedupConfig, KeepPolicy, ShingleMode, Tokenizer
 from neardup.core.malloc_arenas import share_one_arena
+from neardup.redaction import redact_url
 
 OUTPUT_FORMATS = ("csv", "jsonl", "parquet")  # neardup.io.OUTPUT_FORMATS, kept light for --help
 WORK_DIR_NAME = ".neardup-work"  # neardup.engines.streaming.WORK_DIR_NAME
@@ -591,7 +592,9 @@ def _errors() -> Iterator[None]:
     except KeyboardInterrupt as exc:
         _fail_with_notes("interrupted", 130, exc)
     except IndexNotFoundError as exc:
-        _fail(f"{exc}; create one with: neardup index build CORPUS... --index {exc.url}", EXIT_INPUT)
+        _fail(
+            f"{exc}; create one with: neardup index build CORPUS... --index {redact_url(exc.url)}", EXIT_INPUT
+        )
     except IndexExistsError as exc:
         _fail(f"{exc}; add to it with neardup index add, or pass --replace to build it anew", EXIT_INPUT)
     except ConfigError as exc:

@@ -38,6 +38,7 @@ from neardup.cli import (
     main,
 )
 from neardup.config import DedupConfig, ShingleMode, Tokenizer
+from neardup.redaction import redact_url
 
 # -- the index -----------------------------------------------------------------------------------
 
@@ -176,7 +177,9 @@ def index_build(
         added = _insert_corpus(idx, corpus, err)
         total = len(idx)
     if not quiet:
-        click.echo(f"Indexed {_count(added, 'document')} into {index_url} ({total:,} in the index)")
+        click.echo(
+            f"Indexed {_count(added, 'document')} into {redact_url(index_url)} ({total:,} in the index)"
+        )
 
 
 @index.command("add")
@@ -240,7 +243,7 @@ def index_add(
         total = len(idx)
     if not quiet:
         click.echo(
-            f"Added {_count(added, 'document')} to {index_url} "
+            f"Added {_count(added, 'document')} to {redact_url(index_url)} "
             f"({total - before:,} new, {total:,} in the index)"
         )
 
@@ -373,7 +376,7 @@ def index_remove(keys: tuple[str, ...], index_url: str, quiet: bool) -> None:
         shown = ", ".join(unknown[:_MAX_SKIP_LINES]) + (" ..." if len(unknown) > _MAX_SKIP_LINES else "")
         click.echo(f"neardup: not in the index: {shown}", err=True)
     if not quiet:
-        click.echo(f"Removed {_count(removed, 'document')} from {index_url} ({total:,} left)")
+        click.echo(f"Removed {_count(removed, 'document')} from {redact_url(index_url)} ({total:,} left)")
     if removed == 0:
         sys.exit(EXIT_INPUT)
 
@@ -447,7 +450,9 @@ def _copy_index(
             details.append(f"replaced {_count(figures['replaced'], 'document')}")
         verb = "Restored" if restore else "Backed up"
         documents = _count(figures["documents"], "document")
-        click.echo(f"{verb} {documents} from {source} to {dest} ({', '.join(details)})")
+        click.echo(
+            f"{verb} {documents} from {redact_url(source)} to {redact_url(dest)} ({', '.join(details)})"
+        )
 
 
 _replace_dest = click.option(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Literal
 import click
 
 from neardup.cli import EXIT_INPUT, _errors, _fail, main
+from neardup.redaction import redact_url
 
 if TYPE_CHECKING:
     from neardup.index.checking import CheckResult
@@ -101,7 +102,8 @@ def serve(
     if api_keys is None and insecure_no_auth:
         auth = "NO AUTHENTICATION (--insecure-no-auth): anyone who reaches it may change the index"
     click.echo(
-        f"neardup: serving {index_url} ({figures['documents']:,} documents, {figures['backend']}) on "
+        f"neardup: serving {redact_url(index_url)} "
+        f"({figures['documents']:,} documents, {figures['backend']}) on "
         f"{scheme}://{host}:{port} with {workers} worker{'s' if workers != 1 else ''}, {auth}",
         err=True,
     )

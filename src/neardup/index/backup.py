@@ -58,6 +58,7 @@ from neardup.index.redis import RedisStorage
 from neardup.index.settings import IndexSettings
 from neardup.index.sqlite import SQLiteStorage
 from neardup.index.url import open_storage
+from neardup.redaction import redact_url
 
 __all__ = ["BackupNotFoundError", "Progress", "backup_index", "restore_index"]
 
@@ -75,7 +76,7 @@ class BackupNotFoundError(IndexNotFoundError):
 
     def __init__(self, url: str) -> None:
         self.url = url
-        StorageError.__init__(self, f"no backup at {url}")
+        StorageError.__init__(self, f"no backup at {redact_url(url)}")
 
 
 def backup_index(
@@ -176,7 +177,7 @@ def _check_destination(url: str, source: Storage, *, replace: bool) -> int:
         if not local.parent.is_dir():
             raise StorageError(f"{url}: the folder {local.parent} does not exist")
         if isinstance(source, SQLiteStorage) and local.exists() and os.path.samefile(local, source.path):
-            raise ConfigError(f"{url} is the index being copied; give another destination")
+            raise ConfigError(f"{redact_url(url)} is the index being copied; give another destination")
         if not local.exists():
             _check_no_wal(local)
             return 0

@@ -19,6 +19,7 @@ from neardup.index.base import Storage
 from neardup.index.lsh_index import LSHIndex
 from neardup.index.settings import IndexSettings
 from neardup.index.url import open_storage
+from neardup.redaction import redact_url
 
 __all__ = [
     "CREATE_SETTINGS",
@@ -55,7 +56,7 @@ class IndexNotFoundError(StorageError):
 
     def __init__(self, url: str) -> None:
         self.url = url
-        super().__init__(f"no index at {url}")
+        super().__init__(f"no index at {redact_url(url)}")
 
 
 class IndexExistsError(StorageError):
@@ -64,7 +65,7 @@ class IndexExistsError(StorageError):
     def __init__(self, url: str, count: int) -> None:
         self.url = url
         self.count = count
-        super().__init__(f"{url} already holds an index of {count:,} documents")
+        super().__init__(f"{redact_url(url)} already holds an index of {count:,} documents")
 
 
 def _local_file(url: str) -> Path | None:

@@ -100,6 +100,7 @@ from neardup.index.base import (
     lookup_mask,
 )
 from neardup.index.settings import IndexSettings
+from neardup.redaction import redact_url
 
 LAYOUT_VERSION = 2
 DEFAULT_PREFIX = "neardup"
@@ -465,16 +466,6 @@ def _interleave(first: Sequence[bytes], second: Sequence[bytes]) -> bytes:
     return b"".join(itertools.chain.from_iterable(zip(first, second, strict=True)))
 
 
-def _redact(url: str) -> str:
-    """The URL without its password, for messages and stats."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    userinfo, _, hostport = parts.netloc.rpartition("@")
-    user = userinfo.partition(":")[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{hostport}"))
-
-
 def _split_prefix(url: str) -> tuple[str, str]:
     """``(url without the prefix parameter, key prefix ending in ':')``."""
     parts = urlsplit(url)
@@ -484,7 +475,7 @@ def _split_prefix(url: str) -> tuple[str, str]:
     prefix = prefixes[-1] if prefixes else DEFAULT_PREFIX
     if not prefix:
         raise StorageError(
-            f"{_redact(url)}: the prefix parameter is empty; name the index's keys, as in ?prefix=myindex"
+            f"{redact_url(url)}: the prefix parameter is empty; name the index's keys, as in ?prefix=myindex"
         )
     if not prefix.endswith(":"):
         prefix += ":"
@@ -516,7 +507,7 @@ class RedisStorage:
     """
 
     def __init__(self, url: str, *, options: Mapping[str, Any] | None = None) -> None:
-        self._url = _redact(url)
+        self._url = redact_url(url)
         self._given = (url, options)  # for sibling()
         try:
             import redis

@@ -9,6 +9,7 @@ from neardup.index.base import Storage
 from neardup.index.memory import MemoryStorage
 from neardup.index.redis import RedisStorage
 from neardup.index.sqlite import SQLiteStorage
+from neardup.redaction import redact_url
 
 URL_FORMS = (
     "memory://, sqlite:///abs/path.db, sqlite://relative.db, a bare path, "
@@ -33,7 +34,7 @@ def open_storage(url_or_path: str | os.PathLike[str]) -> Storage:
     scheme = scheme.lower()
     if scheme == "memory":
         if rest:
-            raise StorageError(f"memory:// takes no path, got {target!r}")
+            raise StorageError(f"memory:// takes no path, got {redact_url(target)!r}")
         return MemoryStorage()
     if scheme == "sqlite":
         if not rest:
@@ -41,4 +42,4 @@ def open_storage(url_or_path: str | os.PathLike[str]) -> Storage:
         return SQLiteStorage(os.path.expanduser(rest))
     if scheme in ("redis", "rediss", "unix"):
         return RedisStorage(f"{scheme}://{rest}")
-    raise StorageError(f"unknown index URL scheme {scheme!r} in {target!r}; use {URL_FORMS}")
+    raise StorageError(f"unknown index URL scheme {scheme!r} in {redact_url(target)!r}; use {URL_FORMS}")
