@@ -224,6 +224,10 @@ def _read_slowly(path: Path, fmt: Format, *, text_column: str, problems: Problem
         if not isinstance(record, dict):
             report(f"expected a JSON object, got {json_type(record)}", number)
             continue
+        surrogate = lone_surrogate(record)
+        if surrogate is not None:
+            report(surrogate, number)
+            continue
         text = record.get(text_column)
         if text is not None and not isinstance(text, str):
             report(f"field {text_column!r} is not a string (got {json_type(text)})", number)
@@ -281,6 +285,27 @@ def _record_lines(path: Path, fmt: Format) -> np.ndarray:
     if solid:  # a last line without its newline
         found.append(np.array([line]))
     return np.concatenate(found).astype(np.int64) if found else np.zeros(0, dtype=np.int64)
+
+
+def lone_surrogate(record: dict[str, Any]) -> str | None:
+    """Why ``record`` cannot be stored as text, if a string in it holds a lone surrogate (JSON
+    may escape one, as ``"\\ud800"``, but it is not a character): the field and the position."""
+    stack: list[tuple[str, Any]] = list(record.items())
+    while stack:
+        name, value = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return (
+                    f"field {name!r} holds a lone surrogate (\\u{ord(value[exc.start]):04x} at character "
+                    f"{exc.start}), which is not text"
+                )
+        elif isinstance(value, dict):
+            stack.extend((f"{name}.{k}", v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{name}[{i}]", v) for i, v in enumerate(value))
+    return None
 
 
 def table_from_records(records: list[dict[str, Any]]) -> pa.Table:
