@@ -43,12 +43,13 @@ from neardup.redaction import redact_url
 # -- the index -----------------------------------------------------------------------------------
 
 
-def _open_index(url: str, *, given: dict[str, Any] | None = None) -> Any:
-    """The index at ``url``, its settings checked against those ``given``; errors exit."""
+def _open_index(url: str, *, given: dict[str, Any] | None = None, readonly: bool = False) -> Any:
+    """The index at ``url``, its settings checked against those ``given`` (read only: never
+    written to); errors exit."""
     from neardup.jobs import open_index
 
     with _errors():
-        return open_index(url, settings=given)
+        return open_index(url, settings=given, readonly=readonly)
 
 
 def _read_for_index(inputs: tuple[str, ...], options: Any) -> Any:
@@ -331,7 +332,7 @@ def index_query(
         query_ids = [0]
         texts = [text if text is not None else sys.stdin.read()]
     score = "similarity" if min_containment is None else "containment"
-    with _open_index(index_url) as idx, _errors():
+    with _open_index(index_url, readonly=True) as idx, _errors():
         if min_containment is None:
             found = idx.query_many(texts, threshold=threshold, top_k=top_k, exact=exact)
         else:
@@ -386,7 +387,7 @@ def index_remove(keys: tuple[str, ...], index_url: str, quiet: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def index_stats(index_url: str, as_json: bool) -> None:
     """Documents, LSH shape, settings, size on disk and backend of an index."""
-    with _open_index(index_url) as idx, _errors():
+    with _open_index(index_url, readonly=True) as idx, _errors():
         stats = idx.stats()
     if as_json:
         click.echo(json.dumps(stats, indent=2, ensure_ascii=False))

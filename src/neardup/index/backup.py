@@ -156,7 +156,7 @@ def _open_source(url: str, *, restore: bool) -> tuple[Storage, dict[str, Any]]:
     local = _local_file(url)
     if local is not None and not local.is_file():  # opening would create it
         raise missing
-    storage = open_storage(url)
+    storage = open_storage(url, readonly=True)  # a copy only reads its source
     try:
         if isinstance(storage, MemoryStorage):
             raise ConfigError("memory:// holds nothing to copy: give an SQLite file or a Redis location")

@@ -78,11 +78,11 @@ def _local_file(url: str) -> Path | None:
     return None
 
 
-def _storage(url: str, *, create: bool) -> Storage:
+def _storage(url: str, *, create: bool, readonly: bool = False) -> Storage:
     local = _local_file(url)
     if not create and local is not None and not local.exists():
         raise IndexNotFoundError(url)
-    return open_storage(url)
+    return open_storage(url, readonly=readonly and not create)
 
 
 def _given(settings: Mapping[str, Any] | None, names: tuple[str, ...]) -> dict[str, Any]:
@@ -122,8 +122,11 @@ def open_index(
     create: bool = False,
     keep_shingles: bool | None = None,
     containment: bool | None = None,
+    readonly: bool = False,
 ) -> LSHIndex:
-    """The index at ``url``, its settings checked against those ``settings`` give.
+    """The index at ``url``, its settings checked against those ``settings`` give; ``readonly``
+    opens an SQLite file for reading only, so that a command that only reads never writes to it
+    and works on read-only media.
 
     A missing index is an :class:`IndexNotFoundError` unless ``create``, which makes it from
     ``settings`` (and ``keep_shingles``, ``containment``). Errors of the settings are
@@ -134,7 +137,7 @@ def open_index(
     0.7
     """
     location = os.fspath(url)
-    storage = _storage(location, create=create)
+    storage = _storage(location, create=create, readonly=readonly)
     try:
         stored = storage.read_settings()
         if stored is None:

@@ -43,6 +43,7 @@ import json
 import os
 import sqlite3
 import time
+import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
@@ -147,23 +148,35 @@ def _open_lock_file(path: str) -> int:
 
 
 class SQLiteStorage:
-    """An index in one SQLite file at ``path`` (created if missing)."""
+    """An index in one SQLite file at ``path`` (created if missing).
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    ``readonly=True`` opens an existing file for reading only: nothing is written to it (no
+    layout, no journal mode, no upgrade), a file that is not an index (an empty one too) is
+    refused, and on read-only media it opens with SQLite's ``mode=ro`` (or ``immutable=1``,
+    where not even the WAL's shared memory can be made), where every write raises
+    :class:`StorageError`.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False) -> None:
         self.path = os.path.abspath(os.fspath(path))
+        self.readonly = readonly
         self._seen_settings = False  # a storage that saw no settings creates them, never overwrites
         self._writes = 0  # write transactions this connection committed: PRAGMA data_version omits them
         self._schema = SCHEMA_VERSION  # 1: a layout 1 file this process could not migrate
         self._lock_fd = -1
         self._section = ExclusiveSection(self.path, self._lock_file, self._unlock_file)
         try:
-            self._conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+            if readonly:
+                self._conn = self._connect_readonly()
+            else:
+                self._conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
         except sqlite3.Error as exc:
             raise StorageError(f"{self.path}: cannot open the index: {exc}") from exc
         try:
             with self._errors("opening the index"):
-                self._conn.execute("PRAGMA journal_mode=WAL")
-                self._conn.execute("PRAGMA synchronous=NORMAL")
+                if not readonly:
+                    self._conn.execute("PRAGMA journal_mode=WAL")
+                    self._conn.execute("PRAGMA synchronous=NORMAL")
                 self._conn.execute(f"PRAGMA cache_size=-{_CACHE_KIB}")
                 self._conn.execute(f"PRAGMA mmap_size={_MMAP_BYTES}")
                 self._init_schema()
@@ -172,6 +185,25 @@ class SQLiteStorage:
             raise
 
     # -- plumbing ------------------------------------------------------------------------------
+
+    def _connect_readonly(self) -> sqlite3.Connection:
+        """A connection for reading only: a plain one (it writes nothing unless asked, and the
+        last one to close removes the WAL's files), or where that cannot open the file (read-only
+        media: no WAL shared memory can be made), ``mode=ro``, then ``immutable=1`` (where no
+        other process can write either)."""
+        if not os.path.isfile(self.path):
+            raise StorageError(f"{self.path}: no index file there")
+        uri = "file:" + urllib.parse.quote(self.path)
+        failure = sqlite3.OperationalError("unable to open database file")
+        for query in ("", "?mode=ro", "?mode=ro&immutable=1"):
+            conn = sqlite3.connect(uri + query, uri=True, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+            try:
+                conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+                return conn
+            except sqlite3.OperationalError as exc:
+                conn.close()
+                failure = exc
+        raise failure
 
     @contextmanager
     def _errors(self, action: str) -> Iterator[None]:
@@ -198,6 +230,11 @@ class SQLiteStorage:
     def _init_schema(self) -> None:
         conn = self._conn
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not tables and self.readonly:
+            raise StorageError(
+                f"{self.path} is not a neardup index (it holds no tables); a command that only "
+                "reads never makes one: build it with neardup index build"
+            )
         if tables and "meta" not in tables:
             raise StorageError(
                 f"{self.path} is an SQLite database but not a neardup index; choose another file"
@@ -212,7 +249,8 @@ class SQLiteStorage:
                 )
             if found != str(SCHEMA_VERSION):
                 self._schema = int(found)
-                self._migrate(readonly_ok=True)
+                if not self.readonly:
+                    self._migrate(readonly_ok=True)
             return
         with self._transaction("creating the index"):
             for statement in _SCHEMA.split(";"):

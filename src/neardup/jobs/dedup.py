@@ -204,7 +204,9 @@ def _run_engine(job: DedupJob, events: RunEvents) -> dict[str, Any]:
     if paths is not None:
         _refuse_streaming_against(job, paths, budget)
     # open_index checks the signature settings against the index's, and makes a new one from them
-    with open_index(job.against, settings=job.settings, create=job.update_index) as index:
+    with open_index(
+        job.against, settings=job.settings, create=job.update_index, readonly=not job.update_index
+    ) as index:
         config = _with_run_options(index.settings.to_config(), job.settings)
         corpus, seconds = _load(job)
         return in_memory(
