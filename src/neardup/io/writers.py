@@ -6,7 +6,6 @@ import io
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +20,7 @@ from neardup.errors import ConfigError, OutputError
 from neardup.io._common import parquet_module
 from neardup.io._jsontext import json_default, json_values, string_data, text
 from neardup.io.page_cache import WriteBehind
+from neardup.io.staging import make_staging, remove_dead_staging
 
 OUTPUT_FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
 OUTPUT_TABLES: tuple[str, ...] = (
@@ -286,7 +286,8 @@ class OutputDir:
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             self._created = missing
-            self._staging = Path(tempfile.mkdtemp(prefix=".neardup-tmp-", dir=self.path))
+            self._staging = make_staging(self.path)
+            remove_dead_staging(self.path, keep=self._staging)  # of runs killed before their end
         except OSError as exc:
             self._remove_created()
             raise OutputError(f"{self.path}: cannot create output directory: {exc.strerror or exc}") from exc
