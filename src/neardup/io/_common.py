@@ -138,18 +138,46 @@ def split_lines(data: bytes) -> list[bytes]:
     return [line[:-1] if line.endswith(b"\r") else line for line in lines]
 
 
-def utf8_reason(raw: bytes, exc: UnicodeDecodeError) -> str:
-    """``invalid UTF-8 (byte 0xff at column 12)`` for a line that failed to decode."""
-    column = len(raw[: exc.start].decode("utf-8")) + 1
-    return f"invalid UTF-8 (byte 0x{raw[exc.start]:02x} at column {column})"
+def wide_encoding(data: bytes) -> str | None:
+    """``UTF-16`` or ``UTF-32`` when ``data`` (a file's first bytes) looks written in one: a
+    byte-order mark, or a zero byte in every other (or three of four) place; else None."""
+    head = data[:4096]
+    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        return "UTF-32"
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16"
+    if len(head) >= 8 and head.count(0) * 4 >= len(head) * 3:
+        return "UTF-32"
+    if len(head) >= 4 and (
+        head[0::2].count(0) * 10 >= len(head) // 2 * 9 or head[1::2].count(0) * 10 >= len(head) // 2 * 9
+    ):
+        return "UTF-16"
+    return None
+
+
+def wide_encoding_hint(data: bytes) -> str:
+    """The advice for a file that looks :func:`wide_encoding`, or nothing."""
+    found = wide_encoding(data)
+    if found is None:
+        return ""
+    return f"; the file looks like {found}, and neardup reads UTF-8: convert it (iconv -f {found} -t UTF-8)"
+
+
+def utf8_reason(raw: bytes, exc: UnicodeDecodeError, head: bytes | None = None) -> str:
+    """``invalid UTF-8 (byte 0xff at column 12)`` for a line that failed to decode, with a hint
+    when the file (``head``: its first bytes; else the line) looks like UTF-16 or UTF-32."""
+    column = len(raw[: exc.start].decode("utf-8", "replace")) + 1
+    hint = wide_encoding_hint(raw if head is None else head)
+    return f"invalid UTF-8 (byte 0x{raw[exc.start]:02x} at column {column}){hint}"
 
 
 def utf8_error_in(data: bytes, exc: UnicodeDecodeError) -> tuple[int, str]:
     """``(line, reason)`` of the first invalid byte of a whole file."""
     start = data.rfind(b"\n", 0, exc.start) + 1
     line = data.count(b"\n", 0, exc.start) + 1
-    column = len(data[start : exc.start].decode("utf-8")) + 1
-    return line, f"invalid UTF-8 (byte 0x{data[exc.start]:02x} at column {column})"
+    column = len(data[start : exc.start].decode("utf-8", "replace")) + 1
+    hint = wide_encoding_hint(data)
+    return line, f"invalid UTF-8 (byte 0x{data[exc.start]:02x} at column {column}){hint}"
 
 
 def json_type(value: object) -> str:

@@ -34,6 +34,8 @@ from neardup.io._common import (
     read_or_fall_back,
     temporal_columns,
     utf8_reason,
+    wide_encoding,
+    wide_encoding_hint,
 )
 
 Source = Callable[[], Any]
@@ -141,6 +143,9 @@ def _read_slowly(path: Path, fmt: Format, *, text_column: str, problems: Problem
     """Check every record, report the bad ones, and let pyarrow read the good ones."""
     where = str(path)
     data = read_bytes(path, fmt).removeprefix(b"\xef\xbb\xbf")
+    wide = wide_encoding(data)
+    if wide is not None:  # every record would be wrong: say why once
+        raise InputError(f"not UTF-8{wide_encoding_hint(data)}", path=where, line=1)
     bad_lines = _bad_utf8_lines(data)
     text = data.decode("utf-8", "surrogateescape")
     header: list[str] | None = None

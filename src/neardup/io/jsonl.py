@@ -42,6 +42,8 @@ from neardup.io._common import (
     split_lines,
     temporal_columns,
     utf8_reason,
+    wide_encoding,
+    wide_encoding_hint,
 )
 from neardup.io.json_array import EMPTY_ELEMENT, ArrayLines, array_as_lines, array_layout, element_lines
 
@@ -195,6 +197,8 @@ def _read_slowly(path: Path, fmt: Format, *, text_column: str, problems: Problem
         data = read_bytes(path, fmt)
     else:
         data, starts = array_as_lines(path, fmt, layout)
+    if wide_encoding(data) is not None:  # every line would be wrong: say why once
+        raise InputError(f"not UTF-8{wide_encoding_hint(data)}", path=where, line=1)
 
     def report(reason: str, number: int, column: int | None = None) -> None:
         if starts is None:
@@ -214,7 +218,7 @@ def _read_slowly(path: Path, fmt: Format, *, text_column: str, problems: Problem
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            report(utf8_reason(raw, exc), number)
+            report(utf8_reason(raw, exc, data), number)
             continue
         try:
             record = json.loads(line)

@@ -24,6 +24,8 @@ from neardup.io._common import (
     split_lines,
     utf8_error_in,
     utf8_reason,
+    wide_encoding,
+    wide_encoding_hint,
 )
 
 _FORMAT = Format("text")
@@ -35,6 +37,9 @@ def read_text_files(paths: Sequence[Path], *, problems: Problems) -> Part:
     texts: list[str] = []
     for path in paths:
         data = read_bytes(path, _FORMAT).removeprefix(BOM)
+        if wide_encoding(data) is not None:  # NUL-laden text would pass as UTF-8
+            problems.add(InputError(f"not UTF-8{wide_encoding_hint(data)}", path=path, line=1))
+            continue
         try:
             texts.append(data.decode("utf-8"))
         except UnicodeDecodeError as exc:
@@ -49,6 +54,8 @@ def read_text_files(paths: Sequence[Path], *, problems: Problems) -> Part:
 def read_text_lines(path: Path, *, problems: Problems) -> Part:
     """One document per non-blank line."""
     data = read_bytes(path, _FORMAT).removeprefix(BOM)
+    if wide_encoding(data) is not None:  # every line would be wrong: say why once
+        raise InputError(f"not UTF-8{wide_encoding_hint(data)}", path=path, line=1)
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
@@ -79,7 +86,7 @@ def _read_lines_slowly(path: Path, data: bytes, problems: Problems) -> Part:
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            problems.add(InputError(utf8_reason(raw, exc), path=where, line=number))
+            problems.add(InputError(utf8_reason(raw, exc, data), path=where, line=number))
             continue
         if line.strip():
             numbers.append(number)
