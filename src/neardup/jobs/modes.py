@@ -10,11 +10,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 
 from neardup.config import DedupConfig
 from neardup.core.text import TextBatch
-from neardup.errors import InputError, OutputError
+from neardup.errors import InputError, OutputError, StorageError
+from neardup.faults import stop_point
 from neardup.io import Corpus, OutputDir, ReadOptions, default_output_format
 from neardup.io._common import WholeReadNeededError
 from neardup.io.jsonl_passes import JsonlPasses, least_memory_in_passes, takes
@@ -89,12 +91,26 @@ def in_memory(
                 events.progress("write", done, len(tables))
                 target.write(name, table, fmt)
             events.progress("write", len(tables), len(tables))
-        if index is not None and against is not None and job.update_index:
-            keys = corpus.table.column(corpus.id_column).cast(pa.string()).to_pylist()
-            summary["index"]["added"] = add_kept(index, batch, against, keys)
+        updating = index is not None and against is not None and job.update_index
+        if updating and against is not None:  # what the index gets once the outputs are in place
+            summary["index"]["added"] = int(np.count_nonzero(against.keep))
         summary["seconds"]["write"] = round(time.perf_counter() - t_write, 4)
         summary["seconds"]["total"] = round(time.perf_counter() - t0, 4)
         target.write_json("summary.json", summary)
+        stop_point("outputs-written")
+    stop_point("outputs-committed")
+    if updating and index is not None and against is not None:
+        # After the outputs: a run stopped before this line left the index as it was, so running
+        # it again writes the same outputs and then adds the rows
+        keys = corpus.table.column(corpus.id_column).cast(pa.string()).to_pylist()
+        try:
+            add_kept(index, batch, against, keys)
+        except StorageError as exc:
+            raise StorageError(
+                f"{exc}; the outputs in {job.output_dir} are complete, but the index does not hold "
+                "their kept rows: run the same command again to add them"
+            ) from exc
+        stop_point("index-updated")
     return summary
 
 
