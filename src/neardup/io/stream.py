@@ -387,6 +387,20 @@ def _write_cache(table: pa.Table, path: Path, batch_bytes: int) -> None:
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
+def _read_errors(blocks: Iterator[pa.Table], path: Path, fmt: Format) -> Iterator[pa.Table]:
+    """``blocks``, with an error that reading them raises (a truncated gzip stream, say) named as
+    the input's, not mistaken for one of writing the work dir's copy."""
+    while True:
+        try:
+            table = next(blocks)
+        except StopIteration:
+            return
+        except OSError as exc:  # pyarrow's I/O errors among them
+            what = "not a readable gzip file" if fmt.gzip else "cannot read"
+            raise InputError(f"{what}: {exc}", path=path) from exc
+        yield table
+
+
 def _copied_in_blocks(
     path: Path, fmt: Format, options: ReadOptions, data: Path, batch_bytes: int
 ) -> tuple[int, pa.Schema] | None:
@@ -395,7 +409,7 @@ def _copied_in_blocks(
     file that must be read whole. A column check that fails on the first block is raised
     once every block has read with the same columns (the whole-file table's), without
     writing anything."""
-    blocks = _BLOCK_READERS[fmt.family](path, fmt, text_column=options.text_column)
+    blocks = _read_errors(_BLOCK_READERS[fmt.family](path, fmt, text_column=options.text_column), path, fmt)
     tmp = data.with_name(data.name + ".tmp")
     try:
         first = next(blocks)

@@ -1,5 +1,7 @@
-"""A JSON string may escape a lone surrogate (``"\\ud800"``), which is not text: every reader names
-the file, line and field, ``--on-error skip`` skips the record, and nothing half-written is left."""
+"""Inputs that used to end in a traceback or a wrong message: a lone surrogate in a JSON string
+(``"\\ud800"``, valid JSON but not text: every reader names the file, line and field, and
+``--on-error skip`` skips the record) and a truncated gzip file read through a work dir (named as
+the input's fault, not the work dir's)."""
 
 from __future__ import annotations
 
@@ -72,3 +74,20 @@ def test_index_build_names_the_record(bad: Path, tmp_path: Path) -> None:
     done = CliRunner().invoke(main, ["dedup", str(nested), "-o", str(tmp_path / "n")])
     assert done.exit_code == 1
     assert "field 'meta.tags[1]' holds a lone surrogate (\\udfff at character 4)" in done.stderr
+
+
+def test_a_truncated_gzip_streamed_names_the_input_not_the_work_dir(tmp_path: Path) -> None:
+    import gzip
+
+    rows = "".join(
+        json.dumps({"id": str(i), "text": f"some text number {i} with words"}) + "\n" for i in range(20000)
+    )
+    packed = gzip.compress(rows.encode())
+    source = tmp_path / "cut.jsonl.gz"
+    source.write_bytes(packed[: len(packed) // 2])
+    done = CliRunner().invoke(
+        main, ["dedup", str(source), "-o", str(tmp_path / "out"), "--work-dir", str(tmp_path / "w")]
+    )
+    assert done.exit_code == 1
+    assert f"neardup: error: {source}: not a readable gzip file: " in done.stderr
+    assert "cannot write" not in done.stderr and not (tmp_path / "out" / "summary.json").exists()
