@@ -120,15 +120,15 @@ def partition_salts(partitions: np.ndarray) -> np.ndarray:
     return _salts(np.asarray(partitions, dtype=np.int64))
 
 
-@functools.lru_cache(maxsize=4096)
-def _salt(partition: int) -> np.uint64:
-    salt: np.uint64 = _salts(np.array([partition]))[0]
-    return salt
-
-
-def salted(keys: np.ndarray, partition: int) -> np.ndarray:
-    """Band keys (uint64[...]) salted for ``partition``: as :func:`containment_band_keys` files them."""
-    out: np.ndarray = np.asarray(keys, dtype=np.uint64) ^ _salt(partition)
+def filed_keys(signatures: np.ndarray, sizes: np.ndarray, eligible: np.ndarray) -> np.ndarray:
+    """uint64[n, containment_columns]: what a containment index files each document under, by its
+    signature and distinct shingle count; zeros for a document not ``eligible`` (an empty one,
+    in no band table)."""
+    sigs = np.ascontiguousarray(signatures, dtype=np.uint32)
+    out = np.zeros((sigs.shape[0], containment_columns(sigs.shape[1])), dtype=np.uint64)
+    if eligible.any():
+        sizes = np.asarray(sizes, dtype=np.int64)
+        out[eligible] = containment_band_keys(sigs[eligible], partition_of(sizes[eligible]))
     return out
 
 
@@ -191,8 +191,8 @@ def _shape_at(threshold: float, step: int, num_perm: int) -> tuple[Layout, int]:
     share is asked (see :func:`_best_shape`)."""
     ratio = math.exp(step * _RATIO_STEP)
     grid = np.linspace(0.0, threshold, _GRID)
-    s_at = threshold / (1.0 + ratio - threshold)
-    return _best_shape(s_at, grid / np.maximum(1.0 + ratio - grid, 1e-12), num_perm)
+    s_at = float(jaccard_at(np.array(threshold), 1.0, ratio, "query_in_doc"))
+    return _best_shape(s_at, jaccard_at(grid, 1.0, ratio, "query_in_doc"), num_perm)
 
 
 def _best_shape(s_at: float, s_below: np.ndarray, num_perm: int) -> tuple[Layout, int]:

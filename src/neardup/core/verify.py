@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numba import njit
 
@@ -60,13 +62,26 @@ def _pairs_range(
 
 def exact_jaccard_pairs(sets: ShingleSets, n_docs: int, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """Exact Jaccard of each pair; every document in the pairs must be in ``sets``."""
+    return _over_pairs(_pairs_range, np.float64, sets, n_docs, left, right)
+
+
+def _over_pairs(
+    kernel: Callable[..., None],
+    dtype: type,
+    sets: ShingleSets,
+    n_docs: int,
+    left: np.ndarray,
+    right: np.ndarray,
+) -> np.ndarray:
+    """``kernel``'s value for each pair (``left[k]``, ``right[k]``) of documents in ``sets``,
+    in ranges over the kernel threads."""
     slot = np.full(n_docs, -1, dtype=np.int64)
     slot[sets.docs] = np.arange(sets.docs.size)
     left = np.ascontiguousarray(left, dtype=np.int64)
     right = np.ascontiguousarray(right, dtype=np.int64)
-    out = np.empty(left.size, dtype=np.float64)
+    out: np.ndarray = np.empty(left.size, dtype=dtype)
     args = (slot, sets.starts, sets.lengths, sets.values, left, right, out)
-    in_ranges(lambda lo, hi: _pairs_range(*args, lo, hi), left.size, _SERIAL_BELOW)
+    in_ranges(lambda lo, hi: kernel(*args, lo, hi), left.size, _SERIAL_BELOW)
     return out
 
 
@@ -92,11 +107,4 @@ def _intersections_range(
 
 def intersection_pairs(sets: ShingleSets, n_docs: int, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """int64: how many shingles each pair shares; every document in the pairs must be in ``sets``."""
-    slot = np.full(n_docs, -1, dtype=np.int64)
-    slot[sets.docs] = np.arange(sets.docs.size)
-    left = np.ascontiguousarray(left, dtype=np.int64)
-    right = np.ascontiguousarray(right, dtype=np.int64)
-    out = np.empty(left.size, dtype=np.int64)
-    args = (slot, sets.starts, sets.lengths, sets.values, left, right, out)
-    in_ranges(lambda lo, hi: _intersections_range(*args, lo, hi), left.size, _SERIAL_BELOW)
-    return out
+    return _over_pairs(_intersections_range, np.int64, sets, n_docs, left, right)

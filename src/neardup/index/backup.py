@@ -46,7 +46,7 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from neardup.core.containment import containment_band_keys, containment_columns, partition_of
+from neardup.core.containment import filed_keys
 from neardup.core.lsh import band_keys
 from neardup.core.minhash import EMPTY_VALUE
 from neardup.errors import ConfigError, StorageError
@@ -376,9 +376,7 @@ def _copy_documents(
         known = None if None in counts else np.array(counts, dtype=np.int64)
         if settings.containment:  # the containment layouts, from the stored distinct counts
             sizes = np.array([c or 0 for c in counts], dtype=np.int64)
-            extra = np.zeros((len(keys), containment_columns(settings.num_perm)), dtype=np.uint64)
-            extra[eligible] = containment_band_keys(sigs[eligible], partition_of(sizes[eligible]))
-            bands = np.concatenate([bands, extra], axis=1)
+            bands = np.concatenate([bands, filed_keys(sigs, sizes, eligible)], axis=1)
         _insert(target, keys, sigs, bands, shingles, eligible, known)
         done += len(keys)
         if progress is not None:

@@ -66,17 +66,10 @@ def check_many(
     """
     from neardup.index.lsh_index import Match
 
-    keys = list(keys) if keys is not None else [None] * len(texts)
-    if len(keys) != len(texts):
-        raise ValueError(f"{len(keys)} keys but {len(texts)} texts")
-    if insert not in INSERT_POLICIES:
-        raise ConfigError(f"insert must be one of {', '.join(INSERT_POLICIES)}, got {insert!r}")
+    keys = checked_keys(texts, keys, insert)
     exact = index.settings.keep_shingles if exact is None else exact
     index._check_query(None, top_k, exact)
-    if insert != "never":
-        missing = [i for i, k in enumerate(keys) if k is None]
-        if missing:
-            raise ConfigError(f"insert={insert} needs a key for every text; text [{missing[0]}] has none")
+    require_keys(keys, insert)
     settings = index.settings
     needs_sets = insert != "never" and (settings.keep_shingles or settings.containment)
     sketches = _sketch(index, texts, shingles=exact or needs_sets)
@@ -112,6 +105,24 @@ def check_many(
                 shingle_counts=counts,
             )
     return results
+
+
+def checked_keys(texts: Sequence[str], keys: Sequence[str | None] | None, insert: object) -> list[str | None]:
+    """``keys`` as a list (all None when not given), one per text; ``insert`` a known policy."""
+    out: list[str | None] = list(keys) if keys is not None else [None] * len(texts)
+    if len(out) != len(texts):
+        raise ValueError(f"{len(out)} keys but {len(texts)} texts")
+    if insert not in INSERT_POLICIES:
+        raise ConfigError(f"insert must be one of {', '.join(INSERT_POLICIES)}, got {insert!r}")
+    return out
+
+
+def require_keys(keys: Sequence[str | None], insert: InsertPolicy) -> None:
+    """A :class:`ConfigError` unless every text has a key when ``insert`` inserts."""
+    if insert != "never":
+        missing = [i for i, k in enumerate(keys) if k is None]
+        if missing:
+            raise ConfigError(f"insert={insert} needs a key for every text; text [{missing[0]}] has none")
 
 
 def _sketch(index: LSHIndex, texts: Sequence[str], *, shingles: bool) -> _Sketches:

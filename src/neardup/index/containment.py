@@ -21,8 +21,8 @@ from neardup.core.containment import (
     Direction,
     check_containment,
     check_direction,
-    containment_band_keys,
     estimate_containment,
+    filed_keys,
     layout_keys,
     partition_of,
     partition_salts,
@@ -32,7 +32,7 @@ from neardup.core.shingles import ShingleSets, shingle_sets
 from neardup.core.text import encode_texts
 from neardup.core.verify import intersection_pairs
 from neardup.errors import ConfigError
-from neardup.index.checking import INSERT_POLICIES, InsertPolicy
+from neardup.index.checking import InsertPolicy, checked_keys, require_keys
 from neardup.index.settings import IndexSettings
 
 if TYPE_CHECKING:
@@ -60,12 +60,14 @@ def check_containment_index(index: LSHIndex) -> None:
         )
 
 
-def containment_columns_of(index: LSHIndex, signatures: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """The containment band keys of documents with these signatures and distinct shingle counts,
-    after recording their partitions in the index's settings."""
-    parts = partition_of(sizes)
-    _record_partitions(index, parts)
-    return containment_band_keys(signatures, parts)
+def containment_columns_of(
+    index: LSHIndex, signatures: np.ndarray, sizes: np.ndarray, eligible: np.ndarray
+) -> np.ndarray:
+    """The containment band keys (:func:`filed_keys`) of documents with these signatures and
+    distinct shingle counts, after recording the eligible ones' partitions in the settings."""
+    if eligible.any():
+        _record_partitions(index, partition_of(np.asarray(sizes)[eligible]))
+    return filed_keys(signatures, sizes, eligible)
 
 
 def _record_partitions(index: LSHIndex, partitions: np.ndarray) -> None:
@@ -277,15 +279,8 @@ def check_containment_many(
     :func:`query_containment_many` finds them, and by ``insert`` (``never``; ``if_new``: the
     texts that match nothing, atomically across processes; ``always``) the texts inserted under
     their keys. The texts of one batch are checked against the index, not against each other."""
-    key_list = list(keys) if keys is not None else [None] * len(texts)
-    if len(key_list) != len(texts):
-        raise ValueError(f"{len(key_list)} keys but {len(texts)} texts")
-    if insert not in INSERT_POLICIES:
-        raise ConfigError(f"insert must be one of {', '.join(INSERT_POLICIES)}, got {insert!r}")
-    if insert != "never":
-        missing = [i for i, k in enumerate(key_list) if k is None]
-        if missing:
-            raise ConfigError(f"insert={insert} needs a key for every text; text [{missing[0]}] has none")
+    key_list = checked_keys(texts, keys, insert)
+    require_keys(key_list, insert)
 
     def run() -> list[ContainmentCheck]:
         found = query_containment_many(

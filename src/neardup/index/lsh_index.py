@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from neardup.config import HASH_VERSION, DedupConfig
-from neardup.core.containment import Direction, containment_columns
+from neardup.core.containment import Direction
 from neardup.core.lsh import band_keys
 from neardup.core.minhash import EMPTY_VALUE, MinHasher
 from neardup.core.shingles import ShingleSets, shingle_sets
@@ -197,10 +197,7 @@ class LSHIndex:
             sizes = (
                 np.zeros(len(keys), dtype=np.int64) if shingle_counts is None else np.asarray(shingle_counts)
             )
-            extra = np.zeros((len(keys), containment_columns(self.settings.num_perm)), dtype=np.uint64)
-            if eligible.any():  # empty documents are in no band table
-                extra[eligible] = containment_columns_of(self, sigs[eligible], sizes[eligible])
-            bk = np.concatenate([bk, extra], axis=1)
+            bk = np.concatenate([bk, containment_columns_of(self, sigs, sizes, eligible)], axis=1)
         self.storage.insert(keys, sigs, bk, shingles, eligible=eligible, shingle_counts=shingle_counts)
 
     # -- querying ------------------------------------------------------------------------------
