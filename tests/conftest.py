@@ -128,3 +128,16 @@ def local_ray(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         yield
     finally:
         ray.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def as_a_fresh_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run made inside the test process checks its memory as a fresh ``neardup dedup`` would:
+    the process's own (``PROCESS_MEMORY``) plus what it has grown by since the test began, not a
+    test worker's resident memory after hundreds of tests, which would stream runs that a fresh
+    process holds. Runs in child processes (tests/test_memory_limit.py) measure the real thing."""
+    import neardup.memory as memory
+
+    real = memory.resident_bytes
+    base = real()
+    monkeypatch.setattr(memory, "resident_bytes", lambda: memory.PROCESS_MEMORY + max(0, real() - base))

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from neardup.core.lsh import band_keys, build_buckets, candidate_pairs
+from neardup.core.lsh import (
+    Buckets,
+    band_keys,
+    build_buckets,
+    candidate_pair_pieces,
+    candidate_pairs,
+    unpack_pairs,
+)
 
 
 def _sigs(rows: list[list[int]]) -> np.ndarray:
@@ -92,3 +103,70 @@ def test_buckets_grouped_on_threads_are_the_ones_grouped_on_one(monkeypatch: pyt
     assert len(threaded) == len(serial) > 1000
     for name in ("band", "key", "offsets", "members"):
         assert np.array_equal(getattr(threaded, name), getattr(serial, name)), name
+
+
+def _brute_pairs(buckets: Buckets, max_bucket_size: int) -> list[tuple[int, int]]:
+    found: set[tuple[int, int]] = set()
+    for b in range(len(buckets)):
+        members = buckets.members[buckets.offsets[b] : buckets.offsets[b + 1]].tolist()
+        if len(members) <= max_bucket_size:
+            found.update(itertools.combinations(members, 2))
+        else:
+            found.update((members[0], m) for m in members[1:])
+    return sorted(found)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    n=st.integers(2, 200),
+    bands=st.integers(1, 5),
+    distinct_keys=st.integers(1, 30),
+    copies_in_every_band=st.booleans(),
+    max_bucket_size=st.integers(2, 40),
+    piece_pairs=st.integers(1, 300),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_pairs_in_pieces_are_every_bucket_pair_once(
+    n: int,
+    bands: int,
+    distinct_keys: int,
+    copies_in_every_band: bool,
+    max_bucket_size: int,
+    piece_pairs: int,
+    seed: int,
+) -> None:
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(0, distinct_keys, size=(n, bands)).astype(np.uint64)
+    if copies_in_every_band:  # the same buckets in every band, as exact copies make them
+        keys[:, 1:] = keys[:, :1]
+    buckets = build_buckets(keys)
+    pieces = list(candidate_pair_pieces(buckets, max_bucket_size, piece_pairs))
+    packed = np.concatenate(pieces) if pieces else np.empty(0, np.uint64)
+    assert np.all(np.diff(packed.astype(np.int64)) > 0)  # ascending across pieces, no repeats
+    left, right = candidate_pairs(buckets, max_bucket_size, piece_pairs=piece_pairs)
+    assert list(zip(left.tolist(), right.tolist(), strict=True)) == _brute_pairs(buckets, max_bucket_size)
+    assert np.array_equal(unpack_pairs(packed)[0], left)
+
+
+def test_pieces_hold_a_bounded_number_of_pairs() -> None:
+    """A piece enumerates about piece_pairs pairs with repeats, whatever the duplicates: 400
+    copies of one document fill the same bucket in 8 bands, 79,800 pairs each."""
+    keys = np.zeros((400, 8), dtype=np.uint64)
+    buckets = build_buckets(keys)
+    sizes = [p.size for p in candidate_pair_pieces(buckets, 1000, piece_pairs=5000)]
+    assert sum(sizes) == 400 * 399 // 2
+    assert max(sizes) <= 5000 and len(sizes) >= 16
+
+
+def test_on_piece_sees_the_pairs_found_so_far_and_can_stop_the_run() -> None:
+    buckets = build_buckets(np.zeros((100, 2), dtype=np.uint64))
+    seen: list[int] = []
+
+    def stop_after_two(found: int) -> None:
+        seen.append(found)
+        if len(seen) == 2:
+            raise RuntimeError("enough")
+
+    with pytest.raises(RuntimeError, match="enough"):
+        candidate_pairs(buckets, 1000, piece_pairs=1000, on_piece=stop_after_two)
+    assert seen[0] < seen[1] <= 2000

@@ -34,6 +34,7 @@ from neardup.core.verify import exact_jaccard_pairs
 from neardup.errors import ConfigError
 from neardup.index import IndexSettings, LSHIndex
 from neardup.index.base import Candidates
+from neardup.memory import MemoryWatch
 from neardup.pipeline import DedupResult, Progress, char_lengths, find_duplicates
 
 _KEEP_SCORE = {"longest": np.iinfo(np.int64).max, "shortest": -1}
@@ -138,17 +139,18 @@ def dedup_against(
     *,
     lengths: np.ndarray | None = None,
     progress: Progress | None = None,
+    watch: MemoryWatch | None = None,
 ) -> AgainstResult:
     """Deduplicate ``batch`` within itself and against every document in ``index``.
 
     ``config`` supplies the run options (verification, keeper policy, empty documents, bucket
     cap); its signature and banding settings must be the index's (default: the index's settings).
     Documents empty after normalisation never match the index. The index is not changed; see
-    :func:`add_kept`.
+    :func:`add_kept`. ``watch`` is :func:`~neardup.pipeline.find_duplicates`'s.
     """
     cfg = run_config(index, config)
     documents = len(index)
-    result = find_duplicates(batch, cfg, lengths=lengths, progress=progress)
+    result = find_duplicates(batch, cfg, lengths=lengths, progress=progress, watch=watch)
     matches = _index_matches(batch, index, cfg, result)
     index_keys = sorted(set(matches.key))
     m = len(index_keys)

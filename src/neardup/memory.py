@@ -16,6 +16,8 @@ True
 
 from __future__ import annotations
 
+import ctypes
+import os
 from dataclasses import dataclass
 
 from neardup.errors import ConfigError
@@ -27,6 +29,19 @@ for ``neardup.dedup`` in a fresh interpreter (Linux x86-64, docs/engine.md, "Mem
 MIN_WORK_MEMORY = 100_000_000
 """The least work memory a limit may leave: below it the streaming engine's own fixed costs
 (the reader's batches, the mapped spill files' pages) outgrow its chunks."""
+
+
+PAIR_BYTES = 80
+"""Bytes one candidate pair holds in a run in memory, from its finding to the end of the write
+stage: the pair and its estimate (24), the exact Jaccard and what verification keeps (41), its
+share of the output slices (measured: 75 per pair over 4,000,000 pairs, docs/engine.md, "Memory")."""
+BAND_RECORD_BYTES = 32
+"""Bytes one document's band in a run in memory holds while the buckets are made: its key, the
+sort's copy and index, its place in a bucket."""
+ROW_BYTES = 96
+"""Bytes per document the run in memory holds after its signatures, whatever its text: the
+shingle count, length, cluster, representative and keep flag, and the output columns made of
+them."""
 
 
 def least_memory_limit() -> int:
@@ -75,3 +90,60 @@ class MemoryBudget:
                 f"{format_size(PROCESS_MEMORY)}) do not fit in memory_limit {format_size(limit)}"
             )
         return cls(limit=limit, work=work, work_given=True)
+
+
+class MemoryLimitError(Exception):
+    """A run in memory found, before writing anything, that what it would hold passes its memory
+    limit; the job runs again streamed (:func:`neardup.jobs.run_dedup`). Not an error a caller
+    sees from a job."""
+
+    def __init__(self, what: str, needed: int, limit: int) -> None:
+        self.what = what
+        self.needed = needed
+        self.limit = limit
+        super().__init__(
+            f"{what} would take the run in memory to about {format_size(needed)}, past memory_limit "
+            f"{format_size(limit)}"
+        )
+
+
+def resident_bytes() -> int:
+    """This process's resident memory now, in bytes (0 where the platform does not say)."""
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0
+
+
+def release_memory() -> None:
+    """Give freed memory back to the system: Arrow's pool and glibc's heap (``malloc_trim``)."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+    try:
+        os.confstr("CS_GNU_LIBC_VERSION")  # raises off glibc
+        ctypes.CDLL(None).malloc_trim(0)
+    except (AttributeError, OSError, ValueError):
+        pass
+
+
+@dataclass(frozen=True)
+class MemoryWatch:
+    """The limit a run in memory checks what it is about to hold against, as it finds it.
+
+    >>> MemoryWatch(1 << 40).check("nothing", 0)
+    >>> MemoryWatch(1).check("a pair", 80)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    neardup.memory.MemoryLimitError: a pair would take the run in memory to about ...
+    """
+
+    limit: int
+
+    def check(self, what: str, more: int) -> None:
+        """Raise :class:`MemoryLimitError` if the resident memory now and ``more`` bytes pass
+        the limit."""
+        needed = resident_bytes() + more
+        if needed > self.limit:
+            raise MemoryLimitError(what, needed, self.limit)

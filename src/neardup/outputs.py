@@ -25,6 +25,7 @@ import pyarrow as pa
 from neardup.core.clusters import Clusters
 from neardup.core.jit import threads
 from neardup.core.lsh import Buckets
+from neardup.io.page_cache import release_mapped
 from neardup.io.writers import OutputDir, json_texts
 from neardup.pipeline import DedupResult, Pairs, Progress
 
@@ -273,6 +274,7 @@ def cluster_tables(ids: pa.Array, clusters: Clusters, *, max_items: int) -> Iter
                 "members": _id_lists(ids, offsets[lo : hi + 1] - a, members[a:b]),
             }
         )
+        release_mapped(clusters.cluster, clusters.representative)
 
 
 def pair_tables(ids: pa.Array, pairs: Pairs, *, max_items: int) -> Iterator[pa.Table]:
@@ -291,6 +293,7 @@ def pair_tables(ids: pa.Array, pairs: Pairs, *, max_items: int) -> Iterator[pa.T
                 **_containment_column(pairs, lo, hi),
             }
         )
+        release_mapped(pairs.left, pairs.right, pairs.jaccard, pairs.estimated)
 
 
 def _containment_column(pairs: Pairs, lo: int, hi: int) -> dict[str, pa.Array]:
@@ -309,6 +312,7 @@ def bucket_tables(ids: pa.Array, buckets: Buckets, *, max_items: int) -> Iterato
         members = np.asarray(buckets.members[a:b])
         part = Buckets(band=buckets.band[lo:hi], key=buckets.key[lo:hi], offsets=rebased, members=members)
         yield bucket_table(part, _id_lists(ids, rebased, members))
+        release_mapped(buckets.band, buckets.key, buckets.offsets, buckets.members)
 
 
 _ROW_TABLES = ("annotated", "deduped", "duplicates")

@@ -31,6 +31,7 @@ from neardup.core.text import TextBatch, encode_texts
 from neardup.core.verify import exact_jaccard_pairs, intersection_pairs
 from neardup.errors import InputError, MissingColumnError
 from neardup.io.frames import arrow_table, is_frame
+from neardup.memory import BAND_RECORD_BYTES, PAIR_BYTES, ROW_BYTES, MemoryWatch
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: called as a stage advances."""
@@ -147,6 +148,7 @@ def find_duplicates(
     lengths: np.ndarray | None = None,
     progress: Progress | None = None,
     keep_signatures: bool = True,
+    watch: MemoryWatch | None = None,
 ) -> DedupResult:
     """Run the whole pipeline on one batch of documents, or on batches in a row (the chunks of
     an Arrow column, see :func:`arrow_to_batches`: the text is never copied into one buffer), or
@@ -155,7 +157,10 @@ def find_duplicates(
     candidate pairs' estimates are taken.
 
     ``lengths`` (characters per document) is needed by the ``longest`` and
-    ``shortest`` keeper policies; it is computed from the batch if omitted.
+    ``shortest`` keeper policies; it is computed from the batch if omitted. With ``watch``, the
+    run checks what it is about to hold (signatures, band records, candidate pairs as they are
+    found) against the watch's limit and raises :class:`~neardup.memory.MemoryLimitError` at
+    the first that would pass it.
     """
     cfg = config or DedupConfig()
     report = progress or _noop
@@ -164,6 +169,7 @@ def find_duplicates(
     firsts = _firsts(chunks)
     n = int(firsts[-1])
     hasher = MinHasher(cfg.minhash, cfg.text, cfg.shingle)
+    _check_rows(watch, n, cfg)
 
     with clock.stage("signatures"):
         sigs = np.empty((n, cfg.minhash.num_perm), dtype=np.uint32)
@@ -181,7 +187,9 @@ def find_duplicates(
         return _by_containment(
             sigs, counts, cfg, sets_of, keep_signatures=keep_signatures, clock=clock, report=report
         )
-    found, sigs = _candidates(sigs, counts, cfg, keep_signatures=keep_signatures, clock=clock, report=report)
+    found, sigs = _candidates(
+        sigs, counts, cfg, keep_signatures=keep_signatures, clock=clock, report=report, watch=watch
+    )
     return _decide(found, sigs, counts, cfg, sets_of, lengths_of=lengths_of, clock=clock, report=report)
 
 
@@ -209,6 +217,7 @@ def find_duplicates_in_passes(
     *,
     progress: Progress | None = None,
     keep_signatures: bool = True,
+    watch: MemoryWatch | None = None,
 ) -> DedupResult:
     """:func:`find_duplicates` over text it never holds whole: ``batches`` yields the ``rows``
     documents' text once, in order, a group of chunks at a time (their signatures are taken
@@ -217,11 +226,12 @@ def find_duplicates_in_passes(
     when they are long: ``GATHER_SHINGLES``).
     The result is the one :func:`find_duplicates` gives on the same documents; without
     ``keep_signatures`` its ``signatures`` are empty (no rows), let go once the candidate
-    pairs' estimates are taken, before verification."""
+    pairs' estimates are taken, before verification. ``watch`` is as there."""
     cfg = config or DedupConfig()
     report = progress or _noop
     clock = _Clock()
     hasher = MinHasher(cfg.minhash, cfg.text, cfg.shingle)
+    _check_rows(watch, rows, cfg)
     sigs = np.empty((rows, cfg.minhash.num_perm), dtype=np.uint32)
     counts = np.empty(rows, dtype=np.int64)
     lengths: list[np.ndarray] = []
@@ -256,7 +266,9 @@ def find_duplicates_in_passes(
         return _by_containment(
             sigs, counts, cfg, sets_of, keep_signatures=keep_signatures, clock=clock, report=report
         )
-    found, sigs = _candidates(sigs, counts, cfg, keep_signatures=keep_signatures, clock=clock, report=report)
+    found, sigs = _candidates(
+        sigs, counts, cfg, keep_signatures=keep_signatures, clock=clock, report=report, watch=watch
+    )
     return _decide(
         found,
         sigs,
@@ -267,6 +279,14 @@ def find_duplicates_in_passes(
         clock=clock,
         report=report,
     )
+
+
+def _check_rows(watch: MemoryWatch | None, n: int, cfg: DedupConfig) -> None:
+    """Before the signatures: what ``n`` documents hold whatever their text and duplicates."""
+    if watch is not None:
+        bands, _ = lsh_shape(cfg.lsh, cfg.minhash)
+        per_row = 4 * cfg.minhash.num_perm + BAND_RECORD_BYTES * bands + ROW_BYTES
+        watch.check(f"the signatures and band keys of {n:,} documents", n * per_row)
 
 
 def _firsts(chunks: Sequence[TextBatch]) -> np.ndarray:
@@ -300,10 +320,12 @@ def _candidates(
     keep_signatures: bool,
     clock: _Clock,
     report: Progress,
+    watch: MemoryWatch | None = None,
 ) -> tuple[_Candidates, np.ndarray]:
     """The buckets and pairs stages, the last that need the signatures; returns the candidates
     and the signatures for the result: ``sigs``, or none (no rows) without ``keep_signatures``,
-    so that the caller, binding its name to them, lets the matrix go."""
+    so that the caller, binding its name to them, lets the matrix go. ``watch`` checks the pairs
+    as they are found, each to hold :data:`~neardup.memory.PAIR_BYTES` to the run's end."""
     bands, rows = lsh_shape(cfg.lsh, cfg.minhash)
     with clock.stage("buckets"):
         report("buckets", 0, bands)
@@ -311,8 +333,13 @@ def _candidates(
         buckets = build_buckets(keys, eligible=counts > 0)
         del keys
         report("buckets", bands, bands)
+
+    def check(found: int) -> None:
+        if watch is not None:
+            watch.check(f"{found:,} candidate pairs (and counting)", found * PAIR_BYTES)
+
     with clock.stage("pairs"):
-        left, right = candidate_pairs(buckets, cfg.lsh.max_bucket_size)
+        left, right = candidate_pairs(buckets, cfg.lsh.max_bucket_size, on_piece=check)
         estimated = estimate_pairs(sigs, left, right)
         report("pairs", 1, 1)
     kept = sigs if keep_signatures else np.empty((0, sigs.shape[1]), dtype=np.uint32)

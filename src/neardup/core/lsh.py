@@ -9,12 +9,13 @@ boilerplate cannot blow up the pair count.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
-from neardup.core.hashing import xxh64_bytes
+from neardup.core.hashing import xxh64_bytes, xxh64_lanes
 from neardup.core.jit import in_ranges, kernel
 from neardup.core.sorting import sorted_unique, stable_sort_u64
 from neardup.errors import ConfigError
@@ -114,38 +115,155 @@ def build_buckets(keys: np.ndarray, eligible: np.ndarray | None = None) -> Bucke
     )
 
 
+PIECE_PAIRS = 1 << 22
+"""Pairs (with repeats) one piece of :func:`candidate_pair_pieces` enumerates at most, unless one
+document alone leads more: 32 MB of packed pairs, sorted and made unique before the next piece."""
+
+
 @njit(cache=True)
-def _pairs_kernel(
-    offsets: np.ndarray, members: np.ndarray, max_bucket_size: int
-) -> tuple[np.ndarray, np.ndarray]:
-    total = 0
+def _distinct_buckets(offsets: np.ndarray, members: np.ndarray) -> np.ndarray:
+    """bool per bucket: False for a bucket whose members equal an earlier bucket's (another
+    band's, say: exact copies share every band), whose pairs that bucket gives already."""
+    nb = offsets.size - 1
+    hashes = np.empty(nb, dtype=np.uint64)
+    lanes = members.view(np.uint64)
+    for b in range(nb):
+        hashes[b] = xxh64_lanes(lanes, offsets[b], offsets[b + 1] - offsets[b])
+    order = np.argsort(hashes, kind="mergesort")  # equal hashes in bucket order
+    distinct = np.ones(nb, dtype=np.bool_)
+    start = 0
+    while start < nb:
+        end = start + 1
+        while end < nb and hashes[order[end]] == hashes[order[start]]:
+            end += 1
+        for x in range(start + 1, end):  # each against the distinct ones before it
+            b = order[x]
+            for y in range(start, x):
+                a = order[y]
+                if not distinct[a]:
+                    continue
+                size = offsets[b + 1] - offsets[b]
+                if offsets[a + 1] - offsets[a] != size:
+                    continue
+                same = True
+                for k in range(size):
+                    if members[offsets[a] + k] != members[offsets[b] + k]:
+                        same = False
+                        break
+                if same:
+                    distinct[b] = False
+                    break
+        start = end
+    return distinct
+
+
+@njit(cache=True)
+def _pairs_led(
+    offsets: np.ndarray, members: np.ndarray, distinct: np.ndarray, max_bucket_size: int, n: int
+) -> np.ndarray:
+    """int64[n]: the pairs (with repeats) each document leads, as the smaller of the two."""
+    led = np.zeros(n, dtype=np.int64)
     for b in range(offsets.size - 1):
-        s = offsets[b + 1] - offsets[b]
-        total += s * (s - 1) // 2 if s <= max_bucket_size else s - 1
-    left = np.empty(total, dtype=np.int64)
-    right = np.empty(total, dtype=np.int64)
+        if not distinct[b]:
+            continue
+        lo, hi = offsets[b], offsets[b + 1]
+        if hi - lo <= max_bucket_size:
+            for i in range(lo, hi - 1):
+                led[members[i]] += hi - 1 - i
+        else:
+            led[members[lo]] += hi - lo - 1
+    return led
+
+
+@njit(cache=True)
+def _pairs_between(
+    offsets: np.ndarray,
+    members: np.ndarray,
+    distinct: np.ndarray,
+    max_bucket_size: int,
+    first: int,
+    last: int,
+    total: int,
+) -> np.ndarray:
+    """The ``total`` pairs (with repeats) led by documents ``first <= d < last``, packed as
+    ``left << 32 | right``; a bucket's members are ascending, so its leaders there are a run."""
+    out = np.empty(total, dtype=np.uint64)
     w = 0
     for b in range(offsets.size - 1):
-        lo = offsets[b]
-        hi = offsets[b + 1]
+        if not distinct[b]:
+            continue
+        lo, hi = offsets[b], offsets[b + 1]
+        if members[lo] >= last or members[hi - 1] < first:
+            continue
         if hi - lo <= max_bucket_size:
-            for i in range(lo, hi):
+            i0 = lo + np.searchsorted(members[lo:hi], first)
+            i1 = lo + np.searchsorted(members[lo:hi], last)
+            for i in range(i0, min(i1, hi - 1)):
+                high = np.uint64(members[i]) << np.uint64(32)
                 for j in range(i + 1, hi):
-                    left[w] = members[i]
-                    right[w] = members[j]
+                    out[w] = high | np.uint64(members[j])
                     w += 1
-        else:
+        elif members[lo] >= first:
+            high = np.uint64(members[lo]) << np.uint64(32)
             for j in range(lo + 1, hi):
-                left[w] = members[lo]
-                right[w] = members[j]
+                out[w] = high | np.uint64(members[j])
                 w += 1
-    return left, right
+    return out[:w]
 
 
-def candidate_pairs(buckets: Buckets, max_bucket_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Unique candidate pairs ``(left, right)`` with ``left < right``, sorted."""
-    left, right = _pairs_kernel(buckets.offsets, buckets.members, max_bucket_size)
-    if left.size == 0:
-        return left, right
-    packed = sorted_unique((left.astype(np.uint64) << np.uint64(32)) | right.astype(np.uint64))
+def candidate_pair_pieces(
+    buckets: Buckets, max_bucket_size: int, piece_pairs: int = PIECE_PAIRS
+) -> Iterator[np.ndarray]:
+    """The unique candidate pairs, packed as ``left << 32 | right`` (uint64), in ascending pieces:
+    their concatenation is sorted and unique. A piece holds the pairs of a range of smaller
+    members, enumerated (about ``piece_pairs`` with repeats) and made unique on its own, so memory
+    holds one piece's repeats at a time whatever the buckets; a bucket equal to an earlier one
+    (exact copies fill the same bucket in every band) is skipped."""
+    if len(buckets) == 0:
+        return
+    offsets, members = buckets.offsets, buckets.members
+    distinct = _distinct_buckets(offsets, members)
+    led = _pairs_led(offsets, members, distinct, max_bucket_size, int(members.max()) + 1)
+    ends = np.cumsum(led)
+    del led
+    total = int(ends[-1])
+    first = 0
+    while first < ends.size:
+        done = int(ends[first - 1]) if first else 0
+        if done == total:
+            return
+        # the documents whose pairs fit in one piece (at least one document)
+        last = max(first + 1, int(np.searchsorted(ends, done + piece_pairs, side="right")))
+        count = int(ends[last - 1]) - done
+        yield sorted_unique(_pairs_between(offsets, members, distinct, max_bucket_size, first, last, count))
+        first = last
+
+
+def unpack_pairs(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(left, right)`` (int64) of pairs packed as ``left << 32 | right``."""
     return (packed >> np.uint64(32)).astype(np.int64), (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)
+
+
+def candidate_pairs(
+    buckets: Buckets,
+    max_bucket_size: int,
+    *,
+    piece_pairs: int = PIECE_PAIRS,
+    on_piece: Callable[[int], None] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Unique candidate pairs ``(left, right)`` with ``left < right``, sorted: every pair of a
+    bucket of up to ``max_bucket_size`` members, a star from the smallest member of a larger one.
+    ``on_piece(found)`` is called with the unique pairs found so far after each piece
+    (:func:`candidate_pair_pieces`); what it raises ends the enumeration."""
+    pieces = []
+    found = 0
+    for piece in candidate_pair_pieces(buckets, max_bucket_size, piece_pairs):
+        pieces.append(piece)
+        found += piece.size
+        if on_piece is not None:
+            on_piece(found)
+    if not pieces:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    packed = np.concatenate(pieces) if len(pieces) > 1 else pieces[0]
+    del pieces
+    return unpack_pairs(packed)

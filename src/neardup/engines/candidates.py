@@ -5,8 +5,8 @@ shingles, or, when a band has more of them than the plan allows, the records
 whose key starts with the same ``split_bits`` bits. Partitions in order (band,
 then key prefix) visit the buckets in exactly the order :func:`build_buckets`
 makes them, so the concatenated bucket files equal its result on the whole
-corpus. Each partition's candidate pairs (:func:`candidate_pairs`, with its
-star rule) are spilled as one sorted run of packed ``left << 32 | right``
+corpus. Each partition's candidate pairs (:func:`candidate_pair_pieces`, with its
+star rule, a bounded piece at a time) are spilled as one sorted run of packed ``left << 32 | right``
 values; the runs are then merged into the sorted unique candidates.
 
 Files:
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neardup.core.lsh import Buckets, build_buckets, candidate_pairs
+from neardup.core.lsh import Buckets, build_buckets, candidate_pair_pieces
 from neardup.engines.context import Context, Lap
 from neardup.engines.signatures import COUNTS, keys_file
 from neardup.engines.spill import Journal, load, merge_unique, read_values
@@ -35,15 +35,10 @@ MEMBERS = "bucket_members.i64"
 RUNS = "runs.u64"
 PAIRS = "pairs.u64"
 FILES = (BAND, KEY, OFFSETS, MEMBERS, RUNS, PAIRS)
-_LOW32 = np.uint64(0xFFFFFFFF)
 
 
 def pack(left: np.ndarray, right: np.ndarray) -> np.ndarray:
     return (left.astype(np.uint64) << np.uint64(32)) | right.astype(np.uint64)
-
-
-def unpack(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return (packed >> np.uint64(32)).astype(np.int64), (packed & _LOW32).astype(np.int64)
 
 
 def split_bits(records: int, per_partition: int) -> int:
@@ -111,7 +106,9 @@ def _run(ctx: Context, journal: Journal, n: int) -> None:
         journal.append(KEY, buckets.key)
         journal.append(OFFSETS, buckets.offsets[1:] + int(journal.state["members"]))
         journal.append(MEMBERS, buckets.members)
-        journal.append(RUNS, pack(*candidate_pairs(buckets, max_size)))
+        # ascending pieces of unique pairs: together one sorted run, a piece held at a time
+        for piece in candidate_pair_pieces(buckets, max_size, ctx.plan.merge_values):
+            journal.append(RUNS, piece)
         journal.commit(
             seconds=lap(),
             part=p + 1,

@@ -21,11 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
+from neardup.core.lsh import unpack_pairs as unpack
 from neardup.core.minhash import estimate_pairs
 from neardup.core.shingles import ShingleSets, shingle_sets
 from neardup.core.sorting import sorted_unique
 from neardup.core.verify import exact_jaccard_pairs
-from neardup.engines.candidates import PAIRS, unpack
+from neardup.engines.candidates import PAIRS
 from neardup.engines.context import Context, Lap
 from neardup.engines.kernels import char_counts, gather_ranges
 from neardup.engines.plan import PAGE

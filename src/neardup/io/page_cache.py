@@ -16,8 +16,12 @@ Linux), it does nothing.
 
 from __future__ import annotations
 
+import mmap
 import os
+from contextlib import suppress
 from pathlib import Path
+
+import numpy as np
 
 WINDOW = 8 << 20
 """Bytes per window: writeback starts once a window is complete."""
@@ -68,3 +72,17 @@ class WriteBehind:
         except OSError:  # a file system without it: the pages stay, as they would have
             os.close(self._fd)
             self._fd = None
+
+
+def release_mapped(*arrays: np.ndarray) -> None:
+    """Drop the pages of the files that ``arrays`` map (``numpy.memmap``; others are skipped)
+    from this process's resident memory: they stay in the page cache, and a later read maps them
+    again. A stage that reads a map slice by slice calls this after each slice, so the pages it
+    read do not add up to the file's size."""
+    if not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    for array in arrays:
+        mapped = getattr(array, "_mmap", None)  # numpy.memmap's mapping, shared by its slices
+        if isinstance(mapped, mmap.mmap):
+            with suppress(OSError, ValueError):  # closed, or a platform without it
+                mapped.madvise(mmap.MADV_DONTNEED)

@@ -25,7 +25,7 @@ from neardup.jobs import modes
 from neardup.jobs.events import RunEvents
 from neardup.jobs.modes import in_memory, in_passes, streamed
 from neardup.jobs.on_ray import RayOptions, on_ray
-from neardup.memory import MemoryBudget
+from neardup.memory import MemoryBudget, MemoryLimitError, MemoryWatch, release_memory
 
 __all__ = ["DedupJob", "Mode", "choose_mode", "run_dedup"]
 
@@ -185,22 +185,34 @@ def _run_engine(job: DedupJob, events: RunEvents) -> dict[str, Any]:
     paths = None if job.demo else _expanded(job)
     if job.against is None:
         mode = "in-memory" if paths is None else _mode(job, paths, budget)
+        # a containment run cannot stream: it runs in memory whatever it holds
+        watch = None if paths is None or config.containment is not None else MemoryWatch(limit)
+        stopped: str | None = None  # why a run in memory stopped at the limit
         if isinstance(mode, tuple):  # one JSON Lines file, read in passes
             try:
-                return in_passes(mode[1], config=config, job=job, memory_limit=limit, events=events)
+                return in_passes(
+                    mode[1], config=config, job=job, memory_limit=limit, events=events, watch=watch
+                )
             except WholeReadNeededError:
                 mode = mode[0]  # nothing decided or written yet: the file is read whole
-        if mode == "streaming":
+            except MemoryLimitError as exc:
+                stopped, mode = str(exc), "streaming"
+        if mode == "streaming" and stopped is None:
             if config.containment is not None:
                 raise ConfigError(
                     "containment runs in memory or in passes, and these inputs would be streamed: "
                     f"raise --memory-limit (now {limit:,} bytes)"
                 )
             return streamed(job.inputs, config=config, job=job, budget=budget, events=events)
-        corpus, seconds = _load(job)
-        return in_memory(
-            corpus, config=config, job=job, memory_limit=limit, events=events, read_seconds=seconds
-        )
+        if stopped is None:
+            done = _in_memory(job, config, limit, events, watch)
+            if not isinstance(done, str):
+                return done
+            stopped = done
+        # nothing was written, and the run's arrays are gone with its frames
+        events.note(f"{stopped}: streaming the inputs through a work dir instead")
+        release_memory()
+        return streamed(job.inputs, config=config, job=job, budget=budget, events=events, reason=stopped)
     if paths is not None:
         _refuse_streaming_against(job, paths, budget)
     # open_index checks the signature settings against the index's, and makes a new one from them
@@ -209,6 +221,31 @@ def _run_engine(job: DedupJob, events: RunEvents) -> dict[str, Any]:
     ) as index:
         config = _with_run_options(index.settings.to_config(), job.settings)
         corpus, seconds = _load(job)
+        try:
+            return in_memory(
+                corpus,
+                config=config,
+                job=job,
+                memory_limit=limit,
+                events=events,
+                read_seconds=seconds,
+                index=index,
+                watch=MemoryWatch(limit),
+            )
+        except MemoryLimitError as exc:
+            raise ConfigError(
+                f"{exc}; a run against an index is held in memory: raise memory_limit, or "
+                "deduplicate the inputs in parts against the index"
+            ) from None
+
+
+def _in_memory(
+    job: DedupJob, config: DedupConfig, limit: int, events: RunEvents, watch: MemoryWatch | None
+) -> dict[str, Any] | str:
+    """The run in memory's summary, or why it stopped at the memory limit (having written
+    nothing): it holds the corpus, let go on return."""
+    corpus, seconds = _load(job)
+    try:
         return in_memory(
             corpus,
             config=config,
@@ -216,8 +253,10 @@ def _run_engine(job: DedupJob, events: RunEvents) -> dict[str, Any]:
             memory_limit=limit,
             events=events,
             read_seconds=seconds,
-            index=index,
+            watch=watch,
         )
+    except MemoryLimitError as exc:
+        return str(exc)
 
 
 def _expanded(job: DedupJob) -> list[Path]:

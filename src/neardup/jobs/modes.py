@@ -26,7 +26,7 @@ from neardup.jobs.summary import engine_without_work_dir, summary_of
 if TYPE_CHECKING:
     from neardup.index import LSHIndex
     from neardup.jobs.dedup import DedupJob
-    from neardup.memory import MemoryBudget
+    from neardup.memory import MemoryBudget, MemoryWatch
 
 WRITE_ITEMS = 1 << 20
 """Ids per slice of clusters / candidate_pairs / lsh_buckets."""
@@ -49,8 +49,11 @@ def in_memory(
     events: RunEvents,
     read_seconds: float,
     index: LSHIndex | None = None,
+    watch: MemoryWatch | None = None,
 ) -> dict[str, Any]:
-    """The run over a corpus held in memory, read in ``read_seconds`` (against ``index`` when given)."""
+    """The run over a corpus held in memory, read in ``read_seconds`` (against ``index`` when
+    given). With ``watch``, raises :class:`~neardup.memory.MemoryLimitError` before writing
+    anything when what the run would hold passes the watch's limit."""
     from neardup.incremental import AgainstResult, add_kept, dedup_against
     from neardup.outputs import against_tables, write_outputs
     from neardup.pipeline import arrow_to_batch, arrow_to_batches, find_duplicates
@@ -63,12 +66,12 @@ def in_memory(
     against: AgainstResult | None = None
     if index is None:  # the text as read, chunk by chunk: never copied
         texts = arrow_to_batches(corpus.table.column(corpus.text_column))
-        result = find_duplicates(texts, config, progress=events.progress, keep_signatures=False)
+        result = find_duplicates(texts, config, progress=events.progress, keep_signatures=False, watch=watch)
         figures = result.summary()
     else:
         combine_text(corpus)
         batch = arrow_to_batch(corpus.table.column(corpus.text_column))
-        against = dedup_against(batch, index, config, progress=events.progress)
+        against = dedup_against(batch, index, config, progress=events.progress, watch=watch)
         figures = against.summary()
     t_write = time.perf_counter()
     figures["engine"] = engine_without_work_dir("in-memory", memory_limit, figures)
@@ -151,12 +154,19 @@ def passes_reader(
 
 
 def in_passes(
-    passes: JsonlPasses, *, config: DedupConfig, job: DedupJob, memory_limit: int, events: RunEvents
+    passes: JsonlPasses,
+    *,
+    config: DedupConfig,
+    job: DedupJob,
+    memory_limit: int,
+    events: RunEvents,
+    watch: MemoryWatch | None = None,
 ) -> dict[str, Any]:
     """The run on one JSON Lines file read in passes: the signatures from a first pass, the text
     of the documents in candidate pairs by their lines, the outputs from a last pass (in JSON
     Lines, the records' own lines). Raises :class:`WholeReadNeededError` (before writing
-    anything) for a file that must be read whole."""
+    anything) for a file that must be read whole, and with ``watch``
+    :class:`~neardup.memory.MemoryLimitError` as :func:`in_memory` does."""
     from neardup.engines.source import prefetched
     from neardup.outputs import table_pieces, write_graph_tables, write_outputs
     from neardup.pipeline import arrow_to_batch, arrow_to_batches, find_duplicates_in_passes
@@ -183,6 +193,7 @@ def in_passes(
             config,
             progress=events.progress,
             keep_signatures=False,  # no output needs them
+            watch=watch,
         )
     except WholeReadNeededError as exc:
         events.note(f"{passes.path} is read again, whole: {exc}")
@@ -224,9 +235,11 @@ def streamed(
     job: DedupJob,
     budget: MemoryBudget,
     events: RunEvents,
+    reason: str | None = None,
 ) -> dict[str, Any]:
     """The streaming run: scan, engine, outputs a batch at a time, through a work dir. A failure
-    keeps the work dir, and the exception's note says so."""
+    keeps the work dir, and the exception's note says so. ``reason``: why a run in memory of the
+    same job stopped at the memory limit, for the summary's engine figures."""
     from neardup.engines.streaming import HELD_PER_DOCUMENT, WORK_DIR_NAME, StreamingRun
 
     t0 = time.perf_counter()
@@ -255,6 +268,7 @@ def streamed(
                 work_memory=budget.work,
                 stages_run=["read", *result.ran],
                 stages_resumed=run.stages_resumed(),
+                **({} if reason is None else {"streamed_because": reason}),
             )
             summary = summary_of(stream, figures, job, fmt, run.seconds["read"])
             with output_dir(job, stream.sources, fmt) as target:

@@ -41,12 +41,13 @@ from neardup.config import (
 )
 from neardup.core.clusters import assign_clusters
 from neardup.core.lsh import band_keys, build_buckets, candidate_pairs
+from neardup.core.lsh import unpack_pairs as unpack
 from neardup.core.minhash import MinHasher
 from neardup.core.params import lsh_shape
 from neardup.core.shingles import shingle_sets
 from neardup.core.sorting import sorted_unique
 from neardup.core.text import TextBatch, encode_texts
-from neardup.engines.candidates import pack, unpack
+from neardup.engines.candidates import pack
 from neardup.errors import ConfigError, InputError
 from neardup.pipeline import Progress, exact_jaccard_in_blocks
 from neardup.report.metrics import pair_scores, removal_scores, singletons_apart

@@ -26,12 +26,13 @@ import pyarrow.parquet as pq
 
 from neardup.config import DedupConfig
 from neardup.core.lsh import Buckets, band_keys, build_buckets, candidate_pairs
+from neardup.core.lsh import unpack_pairs as unpack
 from neardup.core.minhash import MinHasher, estimate_pairs
 from neardup.core.shingles import ShingleSets, shingle_sets
 from neardup.core.sorting import sorted_unique
 from neardup.core.stars import large_star, small_star
 from neardup.core.verify import exact_jaccard_pairs
-from neardup.engines.candidates import pack, unpack
+from neardup.engines.candidates import pack
 from neardup.engines.kernels import gather_ranges, text_hashes
 from neardup.engines.ray import shuffle
 from neardup.engines.ray.location import Location
