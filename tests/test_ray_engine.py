@@ -305,6 +305,19 @@ def test_a_second_run_replaces_the_tables_and_summary(tmp_path: Path) -> None:
     assert summary["outputs"] == ["deduped"]
 
 
+def test_a_ray_run_over_a_local_runs_folder_leaves_only_its_own_tables(tmp_path: Path) -> None:
+    """The parts go into a staging folder committed as the local engine's files are: the local
+    run's files of every table go (readers would take them before a folder), no staging stays."""
+    corpus = write_jsonl(tmp_path / "c.jsonl", planted(200))
+    out = tmp_path / "out"
+    local = DedupJob(inputs=[corpus], output_dir=out, read=ReadOptions(id_column="id"), output_format="csv")
+    run_dedup(local)
+    assert (out / "annotated.csv").is_file()
+    run_dedup(_ray_job([corpus], out, outputs="deduped,clusters"))
+    assert sorted(p.name for p in out.iterdir()) == ["clusters", "deduped", "summary.json"]
+    assert parts_of(out / "deduped")
+
+
 def test_the_report_of_a_ray_run_is_the_local_engines(tmp_path: Path) -> None:
     from neardup.report.data import build_report
     from report_helpers import chain_records
