@@ -318,6 +318,32 @@ def test_a_ray_run_over_a_local_runs_folder_leaves_only_its_own_tables(tmp_path:
     assert parts_of(out / "deduped")
 
 
+def test_null_texts_are_counted_and_noted_as_the_local_engine_counts_them(tmp_path: Path) -> None:
+    from neardup.jobs import RunEvents
+
+    class Notes(RunEvents):
+        def __init__(self) -> None:
+            self.said: list[str] = []
+
+        def note(self, message: str) -> None:
+            self.said.append(message)
+
+    records: list[dict[str, object]] = list(planted(300))
+    for k in (5, 150, 299):
+        records[k]["text"] = None
+    del records[77]["text"]
+    corpus = write_jsonl(tmp_path / "c.jsonl", records)
+    summary = both_engines([corpus], tmp_path)  # the same tables, and the same figures
+    local = json.loads((tmp_path / "local" / "summary.json").read_text())
+    assert summary["null_texts"] == local["null_texts"] == 4
+    assert json.loads((tmp_path / "ray" / "summary.json").read_text())["null_texts"] == 4
+    notes = Notes()
+    run_dedup(_ray_job([corpus], tmp_path / "again"), notes)
+    assert [n for n in notes.said if "null text" in n] == [
+        "4 rows have a null text (null, or no text field): deduplicated as empty (null_texts in summary.json)"
+    ]
+
+
 def test_the_report_of_a_ray_run_is_the_local_engines(tmp_path: Path) -> None:
     from neardup.report.data import build_report
     from report_helpers import chain_records

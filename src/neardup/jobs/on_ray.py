@@ -131,6 +131,7 @@ def _run(
         "id_column": job.read.id_column or "row_id",
         "skipped_records": 0,
         "skipped": [],
+        "null_texts": figures.pop("null_texts"),
         **figures,
     }
     summary["seconds"] = {"read": 0.0, **figures["seconds"], "total": figures["engine"]["total_seconds"]}

@@ -255,6 +255,7 @@ class RayDedup:
         seconds["write"] = round(write_seconds, 4)
         return {
             "input_rows": n,
+            "null_texts": sum(int(f.get("null_texts", 0)) for f in signed),
             "empty_documents": sum(int(f["empty"]) for f in signed),
             "num_perm": self.config.minhash.num_perm,
             "seed": self.config.minhash.seed,
