@@ -188,6 +188,20 @@ def test_a_bad_line_names_its_file_and_line(tmp_path: Path) -> None:
     assert not (tmp_path / "out" / "summary.json").exists()
 
 
+def test_two_objects_on_a_line_name_their_file_and_line(tmp_path: Path) -> None:
+    """As on the local engine: a JSON Lines line is one record, though pyarrow reads two."""
+    lines = [json.dumps(r) for r in planted(200)]
+    lines[150] = '{"id": "a", "text": "one"} {"id": "b", "text": "two"}'
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as caught:
+        run_dedup(_ray_job([corpus], tmp_path / "out"))
+    assert (caught.value.path, caught.value.line) == (str(corpus), 151)
+    assert caught.value.reason == (
+        "a second JSON value on the line (a JSON Lines line holds one record) at column 28"
+    )
+
+
 def test_a_missing_text_column_names_the_file(tmp_path: Path) -> None:
     corpus = write_jsonl(tmp_path / "c.jsonl", [{"id": "a", "body": "text"}])
     with pytest.raises(MissingColumnError, match="no column 'text'"):
