@@ -640,16 +640,17 @@ def test_output_dir_commits_files_and_marker(tmp_path: Path) -> None:
     assert json.loads((out_dir / "summary.json").read_text()) == {"rows": 3}
 
 
-def test_output_dir_failed_commit_leaves_no_marker(tmp_path: Path) -> None:
+def test_output_dir_commit_that_cannot_move_in_changes_nothing(tmp_path: Path) -> None:
     with OutputDir(tmp_path) as out:
         out.write_json("summary.json", {"run": 1})
     put(tmp_path / "annotated.csv" / "blocker", "a directory where a file should go")
     with pytest.raises(OutputError) as exc, OutputDir(tmp_path) as out:
         out.write_json("summary.json", {"run": 2})
         out.write("annotated", TABLE, "csv")
-    assert str(exc.value).startswith(f"{tmp_path / 'annotated.csv'}: cannot write: ")
-    # Neither the old marker nor the new one vouches for a directory that is half written.
-    assert sorted(os.listdir(tmp_path)) == ["annotated.csv"]
+    assert str(exc.value) == f"{tmp_path / 'annotated.csv'}: cannot write: a folder is in the way"
+    # Found before the commit record: the earlier run's files stand, and nothing of this one.
+    assert sorted(os.listdir(tmp_path)) == ["annotated.csv", "summary.json"]
+    assert json.loads((tmp_path / "summary.json").read_text()) == {"run": 1}
 
 
 def test_output_dir_removes_stale_formats(tmp_path: Path) -> None:

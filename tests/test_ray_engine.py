@@ -188,6 +188,20 @@ def test_a_bad_line_names_its_file_and_line(tmp_path: Path) -> None:
     assert not (tmp_path / "out" / "summary.json").exists()
 
 
+def test_two_objects_on_a_line_name_their_file_and_line(tmp_path: Path) -> None:
+    """As on the local engine: a JSON Lines line is one record, though pyarrow reads two."""
+    lines = [json.dumps(r) for r in planted(200)]
+    lines[150] = '{"id": "a", "text": "one"} {"id": "b", "text": "two"}'
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as caught:
+        run_dedup(_ray_job([corpus], tmp_path / "out"))
+    assert (caught.value.path, caught.value.line) == (str(corpus), 151)
+    assert caught.value.reason == (
+        "a second JSON value on the line (a JSON Lines line holds one record) at column 28"
+    )
+
+
 def test_a_missing_text_column_names_the_file(tmp_path: Path) -> None:
     corpus = write_jsonl(tmp_path / "c.jsonl", [{"id": "a", "body": "text"}])
     with pytest.raises(MissingColumnError, match="no column 'text'"):
@@ -303,6 +317,45 @@ def test_a_second_run_replaces_the_tables_and_summary(tmp_path: Path) -> None:
     summary = run_dedup(_ray_job([corpus], out, outputs="deduped"))
     assert sorted(p.name for p in out.iterdir()) == ["deduped", "notes.txt", "summary.json"]
     assert summary["outputs"] == ["deduped"]
+
+
+def test_a_ray_run_over_a_local_runs_folder_leaves_only_its_own_tables(tmp_path: Path) -> None:
+    """The parts go into a staging folder committed as the local engine's files are: the local
+    run's files of every table go (readers would take them before a folder), no staging stays."""
+    corpus = write_jsonl(tmp_path / "c.jsonl", planted(200))
+    out = tmp_path / "out"
+    local = DedupJob(inputs=[corpus], output_dir=out, read=ReadOptions(id_column="id"), output_format="csv")
+    run_dedup(local)
+    assert (out / "annotated.csv").is_file()
+    run_dedup(_ray_job([corpus], out, outputs="deduped,clusters"))
+    assert sorted(p.name for p in out.iterdir()) == ["clusters", "deduped", "summary.json"]
+    assert parts_of(out / "deduped")
+
+
+def test_null_texts_are_counted_and_noted_as_the_local_engine_counts_them(tmp_path: Path) -> None:
+    from neardup.jobs import RunEvents
+
+    class Notes(RunEvents):
+        def __init__(self) -> None:
+            self.said: list[str] = []
+
+        def note(self, message: str) -> None:
+            self.said.append(message)
+
+    records: list[dict[str, object]] = list(planted(300))
+    for k in (5, 150, 299):
+        records[k]["text"] = None
+    del records[77]["text"]
+    corpus = write_jsonl(tmp_path / "c.jsonl", records)
+    summary = both_engines([corpus], tmp_path)  # the same tables, and the same figures
+    local = json.loads((tmp_path / "local" / "summary.json").read_text())
+    assert summary["null_texts"] == local["null_texts"] == 4
+    assert json.loads((tmp_path / "ray" / "summary.json").read_text())["null_texts"] == 4
+    notes = Notes()
+    run_dedup(_ray_job([corpus], tmp_path / "again"), notes)
+    assert [n for n in notes.said if "null text" in n] == [
+        "4 rows have a null text (null, or no text field): deduplicated as empty (null_texts in summary.json)"
+    ]
 
 
 def test_the_report_of_a_ray_run_is_the_local_engines(tmp_path: Path) -> None:

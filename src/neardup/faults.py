@@ -5,7 +5,10 @@ leaves behind.
 SIGKILL when the run reaches that point; unset (always, outside tests), it does nothing. The
 points of a ``dedup --against --update-index`` run, in order: ``outputs-written`` (every table
 and ``summary.json`` staged, none moved in), ``outputs-committed`` (the outputs in place, the
-index not yet told of the kept rows), ``index-updated`` (the kept rows stored).
+index not yet told of the kept rows), ``index-updated`` (the kept rows stored). Inside the
+commit of any output folder (:mod:`neardup.io.commit`): ``outputs-moving`` (the commit record
+written, the first file moved in), ``outputs-aside`` (a folder in the way, such as an earlier
+``deduped`` kept in the inputs' layout, renamed aside, the new one not yet in).
 """
 
 from __future__ import annotations

@@ -97,6 +97,19 @@ class Corpus:
     skipped: list[InputError]
     family: str
 
+    @property
+    def null_texts(self) -> int:
+        """Rows whose text is null (JSON ``null``, a missing field, a null cell): each is
+        deduplicated as an empty document."""
+        return null_texts(self.table, self.text_column)
+
+
+def null_texts(table: pa.Table, text_column: str) -> int:
+    """How many rows of ``table`` have a null in ``text_column`` (all of them if it is absent)."""
+    if text_column not in table.column_names:
+        return int(table.num_rows)
+    return int(table.column(text_column).null_count)
+
 
 def detect_format(path: str | os.PathLike[str]) -> Format:
     """The format of a file, from its name; an unknown ending is an :class:`InputError`."""

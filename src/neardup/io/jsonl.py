@@ -4,7 +4,10 @@ A ``.json`` file may instead hold one JSON array of records: it is read as the J
 its elements make (:mod:`neardup.io.json_array`), with the same readers.
 
 pyarrow's reader does the work; only when it refuses a file, or the text field
-is not a string, does a line-by-line pass find each bad line and its reason.
+is not a string, or it reads more records than the file has lines that hold one
+(two objects on one line, which pyarrow takes as two records and a JSON Lines
+line is not), does a line-by-line pass find each bad line and its reason. The
+lines are counted as pyarrow reads the bytes (:class:`LineCount`), not read again.
 Blank lines are skipped. :func:`read_blocks` gives the same table a block at a
 time, for the files that read the same that way.
 """
@@ -60,18 +63,136 @@ def read_jsonl(path: Path, fmt: Format, *, text_column: str, problems: Problems)
         table = _arrow_read(source, text_column, BLOCK_SIZE)
     except (pa.ArrowException, ValueError, OSError):
         table = None
+    if table is not None and not _one_record_a_line(source, table.num_rows):
+        table = None  # a line holding two records: the slow path names it
     if table is not None:
         return Part(table, str(path), line_finder=lambda: _record_lines(path, fmt))
     return _read_slowly(path, fmt, text_column=text_column, problems=problems)
 
 
 def json_source(path: Path, fmt: Format) -> Source:
-    """What opens the file as a stream of JSON Lines: the file itself, or the JSON Lines that a
-    JSON array file's elements make (:class:`~neardup.io.json_array.ArrayLines`)."""
+    """What opens the file as a stream of JSON Lines: the file itself (a :class:`CountedSource`,
+    which counts its record lines as they are read), or the JSON Lines that a JSON array file's
+    elements make (:class:`~neardup.io.json_array.ArrayLines`)."""
     layout = array_layout(path, fmt)
     if layout is not None:
         return lambda: pa.PythonFile(ArrayLines(path, fmt, layout), mode="r")
-    return lambda: pa.input_stream(str(path), compression="gzip" if fmt.gzip else None)
+    return CountedSource(lambda: pa.input_stream(str(path), compression="gzip" if fmt.gzip else None))
+
+
+class LineCount:
+    """The lines of a byte stream that hold something other than white space (JSON Lines'
+    record lines: what :func:`_record_lines` numbers), counted a chunk at a time.
+
+    In the usual chunk no line starts with white space (no newline is followed by it), so every
+    line ending in it holds a record but perhaps the one carried over: the newlines are counted
+    (numpy, and Arrow's regex search for one followed by white space) and only that line's start
+    looked at. A chunk with such a line is counted line by line, still with numpy.
+    """
+
+    def __init__(self) -> None:
+        self.full = 0  # lines ended so far that hold a record
+        self._solid = False  # whether the line in progress holds a byte other than white space
+        self._at_line_start = True  # the next byte starts a line
+        self._start = True  # nothing seen yet (a byte-order mark may come)
+
+    def add(self, chunk: bytes) -> None:
+        skip = 0
+        if self._start and chunk:
+            self._start = False
+            skip = len(BOM) if chunk.startswith(BOM) else 0
+        data = np.frombuffer(chunk, dtype=np.uint8)[skip:]
+        if data.size == 0:
+            return
+        first = chunk.find(b"\n", skip) - skip  # memchr
+        if first < 0:
+            self._solid = self._solid or bool(_FILLED[data].any())
+            self._at_line_start = False
+            return
+        starts_blank = self._at_line_start and not _FILLED[data[0]]
+        if starts_blank or _line_starts_with_space(data):
+            self._count_lines(data)
+            return
+        newlines = int(np.count_nonzero(data == 0x0A))
+        last = chunk.rfind(b"\n") - skip
+        # the line carried over, then the others ending here: each starts with a record's byte
+        self.full += int(self._solid or bool(_FILLED[data[:first]].any())) + newlines - 1
+        self._solid = last + 1 < data.size
+        self._at_line_start = not self._solid
+
+    def _count_lines(self, data: np.ndarray) -> None:
+        ends = np.flatnonzero(data == 0x0A)
+        self.full += int(self._solid or bool(_FILLED[data[: ends[0]]].any()))
+        starts = ends[:-1] + 1  # of the lines that end in this chunk, after the first
+        if starts.size:
+            bounds = starts if ends[-1] + 1 == data.size else np.append(starts, ends[-1] + 1)
+            held = np.logical_or.reduceat(_FILLED[data], bounds)[: starts.size]
+            self.full += int(np.count_nonzero(held))
+        self._solid = bool(_FILLED[data[ends[-1] + 1 :]].any())
+        self._at_line_start = ends[-1] + 1 == data.size
+
+    @property
+    def lines(self) -> int:
+        """Record lines so far, the one in progress among them if it holds a byte."""
+        return self.full + int(self._solid)
+
+
+def _line_starts_with_space(data: np.ndarray) -> bool:
+    """Whether a newline in ``data`` is followed by white space (Arrow's regex search: memchr for
+    the newline, then one byte)."""
+    offsets = pa.py_buffer(np.array([0, data.size], dtype=np.int64))
+    one = pa.Array.from_buffers(pa.large_binary(), 1, [None, offsets, pa.py_buffer(data)])
+    return bool(pc.count_substring_regex(one, _SPACE_AFTER_NEWLINE)[0].as_py())
+
+
+_SPACE_AFTER_NEWLINE = "\n[ \t\n\r\x0b\x0c]"
+
+
+class _Counting(io.RawIOBase):
+    """A pyarrow stream whose bytes a :class:`LineCount` sees as they are read."""
+
+    def __init__(self, raw: Any, count: LineCount) -> None:
+        super().__init__()
+        self._raw = raw
+        self._count = count
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data: bytes = self._raw.read() if size is None or size < 0 else self._raw.read(size)
+        self._count.add(bytes(data))
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(memoryview(buffer)))
+        memoryview(buffer).cast("B")[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+class CountedSource:
+    """A :data:`Source` whose streams count their record lines: :attr:`last` is the count of the
+    stream opened last (the one a read ended with), complete once it was read to its end."""
+
+    def __init__(self, open_raw: Callable[[], Any]) -> None:
+        self._open_raw = open_raw
+        self.last: LineCount | None = None
+
+    def __call__(self) -> Any:
+        self.last = LineCount()
+        return pa.PythonFile(_Counting(self._open_raw(), self.last), mode="r")
+
+
+def _one_record_a_line(source: Source, records: int) -> bool:
+    """Whether the stream ``source`` opened last held ``records`` record lines (True for a source
+    that does not count them: a JSON array file's elements)."""
+    if not isinstance(source, CountedSource) or source.last is None:
+        return True
+    return source.last.lines == records
 
 
 def _arrow_read(source: Source, text_column: str, block_size: int) -> pa.Table | None:
@@ -116,11 +237,12 @@ def read_blocks(path: Path, fmt: Format, *, text_column: str) -> Iterator[pa.Tab
     where the file does not read the same that way: a block the whole-file reader would
     read line by line, a column whose type changes or a field first seen after the first
     block (the whole-file reader unifies those over the file), an empty file."""
-    reader = open_blocks(json_source(path, fmt))
+    source = json_source(path, fmt)
+    reader = open_blocks(source)
     schema = reader.schema
     if not _text_typed(schema, text_column):
         raise WholeReadNeededError(f"field {text_column!r} is not read as text")
-    blocks = 0
+    blocks = rows = 0
     while (batch := read_or_fall_back(reader.read_next_batch)) is not None:
         if batch.schema != schema:
             raise WholeReadNeededError("a field first seen, or a type changed, after the first block")
@@ -129,9 +251,12 @@ def read_blocks(path: Path, fmt: Format, *, text_column: str) -> Iterator[pa.Tab
         if reason is not None:
             raise WholeReadNeededError(reason)
         blocks += 1
+        rows += table.num_rows
         yield table
     if blocks == 0:
         raise WholeReadNeededError("no records")
+    if not _one_record_a_line(source, rows):
+        raise WholeReadNeededError("more records than lines that hold one")
 
 
 def open_blocks(source: Source) -> Any:
@@ -223,7 +348,7 @@ def _read_slowly(path: Path, fmt: Format, *, text_column: str, problems: Problem
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            report(f"malformed JSON: {exc.msg}", number, exc.colno)
+            report(_malformed(exc, in_array=starts is not None), number, exc.colno)
             continue
         if not isinstance(record, dict):
             report(f"expected a JSON object, got {json_type(record)}", number)
@@ -255,10 +380,33 @@ def _read_slowly(path: Path, fmt: Format, *, text_column: str, problems: Problem
     return Part(table, where, lines=lines if starts is None else starts[lines - 1])
 
 
+def _malformed(exc: json.JSONDecodeError, *, in_array: bool) -> str:
+    """Why a line is not JSON: a second value after the first is named as such."""
+    if not in_array and is_second_value(exc):
+        return SECOND_VALUE
+    return f"malformed JSON: {exc.msg}"
+
+
+SECOND_VALUE = "a second JSON value on the line (a JSON Lines line holds one record)"
+
+
+def is_second_value(exc: json.JSONDecodeError) -> bool:
+    """Whether ``exc`` (of ``json.loads``) is for a whole JSON value after the first one."""
+    if exc.msg != "Extra data":
+        return False
+    try:
+        _DECODER.raw_decode(exc.doc, exc.pos)
+    except json.JSONDecodeError:
+        return False
+    return True
+
+
+_DECODER = json.JSONDecoder()
 LINE_SCAN_BYTES = 16 << 20
 """Bytes read at a time when numbering the records' lines."""
 _WHITE_SPACE = np.zeros(256, dtype=np.bool_)
 _WHITE_SPACE[list(b" \t\n\r\x0b\x0c")] = True  # what bytes.strip() strips
+_FILLED = ~_WHITE_SPACE
 
 
 def _record_lines(path: Path, fmt: Format) -> np.ndarray:

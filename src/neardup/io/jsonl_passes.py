@@ -38,7 +38,14 @@ from neardup.core.clusters import Clusters
 from neardup.engines.streaming import IN_MEMORY_BASE
 from neardup.errors import InputError, MissingColumnError
 from neardup.io._common import WholeReadNeededError, head, read_or_fall_back
-from neardup.io.inputs import GENERATED_ID, ReadOptions, check_columns, detect_format, text_as_string
+from neardup.io.inputs import (
+    GENERATED_ID,
+    ReadOptions,
+    check_columns,
+    detect_format,
+    null_texts,
+    text_as_string,
+)
 from neardup.io.json_array import array_layout
 from neardup.io.jsonl import STREAM_BLOCK_SIZE, open_blocks, slow_path_reason
 from neardup.io.jsonl_lines import LineWriter
@@ -176,6 +183,9 @@ class JsonlPasses:
         self._cast = False
         self.schema: pa.Schema | None = None
         self.ids: pa.Array | None = None
+        self.null_texts = 0
+        """Rows whose text is null (as :attr:`Corpus.null_texts <neardup.io.Corpus.null_texts>`),
+        after the first pass."""
 
     def memory_estimate(self, num_perm: int) -> int:
         """Estimated peak memory of deduplicating this file in passes with ``num_perm``
@@ -220,6 +230,7 @@ class JsonlPasses:
             first = first.select([f.name for f in self._read_schema or []])
         ids: list[pa.Array] = []
         done = 0
+        self.null_texts = 0
         rest = self._batches(skip=first.num_rows) if first is not None else iter(())
         for batch in itertools.chain([first] if first is not None else [], rest):
             table = pa.Table.from_batches([batch], schema=self._read_schema)
@@ -230,6 +241,7 @@ class JsonlPasses:
             shaped = self._shaped(table, done)
             self.schema = shaped.schema
             ids.extend(shaped.column(self.id_column).chunks)
+            self.null_texts += null_texts(shaped, self.text_column)
             done += table.num_rows
             yield shaped
         if done != self.rows:

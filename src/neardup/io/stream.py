@@ -59,6 +59,7 @@ from neardup.io.inputs import (
     detect_format,
     expand_inputs,
     groups,
+    null_texts,
     read_part,
     text_as_string,
 )
@@ -111,6 +112,8 @@ class _Piece:
     row_bytes: int = 1
     locate: dict[str, Any] = field(default_factory=dict)
     """How to find a row's line or file when its id is bad (see :meth:`CorpusStream._locator`)."""
+    null_texts: int | None = None
+    """Its rows whose text is null, where the reading or the file's statistics told (else None)."""
 
 
 class _Located(Part):
@@ -150,7 +153,8 @@ class CorpusStream:
     ``sources``, ``skipped``, ``family``, ``text_column`` and ``id_column`` are
     what :class:`~neardup.io.Corpus` has; ``rows`` is the number of rows,
     ``schema`` the schema of the tables :meth:`tables` yields, ``reused`` how
-    many cached parts an earlier scan left that this one took as they were.
+    many cached parts an earlier scan left that this one took as they were,
+    ``null_texts`` how many rows have a null text (once :func:`scan` is done).
     """
 
     def __init__(
@@ -172,6 +176,7 @@ class CorpusStream:
         self.family = family
         self.reused = reused
         self.skipped: list[InputError] = []
+        self.null_texts = 0
         self._keep: np.ndarray | None = None
         self._ids: pa.Array | None = None
         self._json: set[tuple[int, str]] = set()
@@ -257,6 +262,13 @@ class CorpusStream:
             ids = ids.filter(pa.array(keep))
             self.rows -= int(bad.size)
         self._ids = ids
+
+    def _count_null_texts(self) -> int:
+        """Rows with a null text: the pieces' counts, unless rows were dropped for their ids or a
+        piece has none (a Parquet file without statistics); then the text column is read."""
+        if self._keep is None and all(p.null_texts is not None for p in self._pieces):
+            return sum(int(p.null_texts or 0) for p in self._pieces)
+        return sum(null_texts(table, self.text_column) for table in self.texts())
 
     def _locator(self, piece: _Piece) -> Part:
         how = piece.locate.get("kind")
@@ -403,9 +415,9 @@ def _read_errors(blocks: Iterator[pa.Table], path: Path, fmt: Format) -> Iterato
 
 def _copied_in_blocks(
     path: Path, fmt: Format, options: ReadOptions, data: Path, batch_bytes: int
-) -> tuple[int, pa.Schema] | None:
+) -> tuple[int, pa.Schema, int] | None:
     """Copy a JSON Lines or CSV file into ``data`` a block at a time, as ``read_part`` and
-    ``_write_cache`` would have; ``(rows, schema)``, or ``None`` (and nothing written) for a
+    ``_write_cache`` would have; ``(rows, schema, null texts)``, or ``None`` (and nothing written) for a
     file that must be read whole. A column check that fails on the first block is raised
     once every block has read with the same columns (the whole-file table's), without
     writing anything."""
@@ -424,13 +436,14 @@ def _copied_in_blocks(
             raise error
         schema = text_as_string(first.slice(0, 0), options.text_column).schema if cast else first.schema
         per_batch = _rows_per_batch(first.nbytes // max(1, first.num_rows), batch_bytes)
-        rows = 0
+        rows = nulls = 0
         with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, schema) as writer:
             for table in itertools.chain([first], blocks):
                 if cast:
                     table = text_as_string(table, options.text_column)
                 writer.write_table(table, max_chunksize=per_batch)
                 rows += table.num_rows
+                nulls += null_texts(table, options.text_column)
         os.replace(tmp, data)
     except WholeReadNeededError:
         tmp.unlink(missing_ok=True)
@@ -438,7 +451,7 @@ def _copied_in_blocks(
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise OutputError(f"cannot write {data}: {exc.strerror or exc}") from exc
-    return rows, schema
+    return rows, schema, nulls
 
 
 def _runs(paths: list[Path], fmt: Format, options: ReadOptions, batch_bytes: int) -> list[list[Path]]:
@@ -513,6 +526,7 @@ def scan(
     if stream.rows == 0:
         raise InputError("no records to deduplicate", path=", ".join(os.fspath(i) for i in inputs))
     stream.skipped = problems.errors
+    stream.null_texts = stream._count_null_texts()
     return stream
 
 
@@ -523,6 +537,7 @@ def _parquet_piece(group: int, path: Path, options: ReadOptions) -> _Piece:
             meta = reader.metadata
             rows = meta.num_rows
             size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+            nulls = _parquet_nulls(reader, options.text_column)
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise InputError(f"not a readable Parquet file: {exc}", path=path) from exc
     cast = False
@@ -539,7 +554,28 @@ def _parquet_piece(group: int, path: Path, options: ReadOptions) -> _Piece:
         schema=schema,
         text_cast=cast,
         row_bytes=size // max(1, rows),
+        null_texts=nulls,
     )
+
+
+def _parquet_nulls(reader: Any, text_column: str) -> int | None:
+    """The text column's nulls from a Parquet file's row-group statistics; None where a row group
+    has none (or the column is not a plain one)."""
+    names = reader.schema_arrow.names
+    meta = reader.metadata
+    if text_column not in names:
+        return None
+    paths = [meta.schema.column(i).path for i in range(meta.num_columns)]
+    if paths.count(text_column) != 1:
+        return None
+    at = paths.index(text_column)
+    total = 0
+    for k in range(meta.num_row_groups):
+        stats = meta.row_group(k).column(at).statistics
+        if stats is None or not stats.has_null_count:
+            return None
+        total += int(stats.null_count)
+    return total
 
 
 def _cached_piece(
@@ -570,15 +606,28 @@ def _cached_piece(
         if schema is not None:
             for facts_ in meta["skipped"]:
                 problems.add(_error_from(facts_))
-            piece = _Piece(group, str(files[0]), data, True, int(meta["rows"]), schema, locate=meta["locate"])
+            piece = _Piece(
+                group,
+                str(files[0]),
+                data,
+                True,
+                int(meta["rows"]),
+                schema,
+                locate=meta["locate"],
+                null_texts=meta.get("null_texts"),  # None in a cache of an earlier version
+            )
             return piece, True
     copied = None
     if fmt.family in _BLOCK_READERS:
         copied = _copied_in_blocks(files[0], fmt, options, data, batch_bytes)
     if copied is not None:
-        rows, schema = copied
-        _write_json(meta_path, {**want, "rows": rows, "skipped": [], "locate": {"kind": "finder"}})
-        return _Piece(group, str(files[0]), data, True, rows, schema, locate={"kind": "finder"}), False
+        rows, schema, nulls = copied
+        facts_ = {**want, "rows": rows, "skipped": [], "locate": {"kind": "finder"}, "null_texts": nulls}
+        _write_json(meta_path, facts_)
+        piece = _Piece(
+            group, str(files[0]), data, True, rows, schema, locate={"kind": "finder"}, null_texts=nulls
+        )
+        return piece, False
     before = len(problems.errors)
     part = read_part(files, fmt, options, problems)
     table = part.table
@@ -599,5 +648,10 @@ def _cached_piece(
         locate["kind"] = "finder"
     _write_cache(table, data, batch_bytes)
     skipped = [_error_facts(e) for e in problems.errors[before:]]
-    _write_json(meta_path, {**want, "rows": table.num_rows, "skipped": skipped, "locate": locate})
-    return _Piece(group, part.path, data, True, table.num_rows, table.schema, locate=locate), False
+    nulls = null_texts(table, options.text_column)
+    facts_ = {**want, "rows": table.num_rows, "skipped": skipped, "locate": locate, "null_texts": nulls}
+    _write_json(meta_path, facts_)
+    piece = _Piece(
+        group, part.path, data, True, table.num_rows, table.schema, locate=locate, null_texts=nulls
+    )
+    return piece, False

@@ -1,4 +1,5 @@
-"""Writing results: tables as CSV, JSON Lines or Parquet, into an atomic output directory."""
+"""Writing results: tables as CSV, JSON Lines or Parquet, into an output directory whose files
+are one run's (a commit record decides which: :mod:`neardup.io.commit`)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ import pyarrow.csv as pcsv
 from neardup.errors import ConfigError, OutputError
 from neardup.io._common import parquet_module
 from neardup.io._jsontext import json_default, json_values, string_data, text
+from neardup.io.commit import CommitRecord, commit, digest, finish_commit, pending
 from neardup.io.page_cache import WriteBehind
-from neardup.io.staging import make_staging, remove_dead_staging
+from neardup.io.staging import hold, make_staging, remove_dead_staging
 
 OUTPUT_FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
 OUTPUT_TABLES: tuple[str, ...] = (
@@ -237,12 +239,17 @@ class _Discard(TableWriter):
 
 
 class OutputDir:
-    """An output directory whose files all appear together, or not at all.
+    """An output directory whose files are one run's: all of this one's, or the earlier run's.
 
-    Files are written into a temporary directory inside ``path``; a clean exit
-    from the ``with`` block moves them in (JSON files from :meth:`write_json`
-    last, as completion markers) and removes files ``<name>.<other format>``
-    left by earlier runs. An exception leaves ``path`` as it was.
+    Files are written into a staging folder inside ``path`` (:mod:`neardup.io.staging`). A clean
+    exit from the ``with`` block commits them (:mod:`neardup.io.commit`): it writes a commit
+    record naming the files to move in (JSON files from :meth:`write_json` last, as completion
+    markers) and the files of earlier runs to remove (``<name>.<other format>``, a table's
+    folder, the tables not chosen), and from that record on this run's files are the current
+    ones; the moves follow, and a run killed among them is finished by whoever opens the folder
+    next (the next run's ``OutputDir``, ``neardup report``). An exception before the record
+    leaves ``path`` as it was. Opening finishes such a pending commit, then removes the staging
+    folders of dead runs.
 
     >>> import pyarrow as pa, tempfile
     >>> with OutputDir(tempfile.mkdtemp()) as out:
@@ -266,8 +273,9 @@ class OutputDir:
         """With a layout (input file -> relative name, :mod:`neardup.io.layout`), ``deduped`` is a
         folder of one file per input file instead of one file."""
         self._staging: Path | None = None
+        self._lock: int | None = None
         self._created: list[Path] = []
-        self._tables: dict[str, str] = {}
+        self._tables: set[str] = set()
         self._files: list[str] = []
         self._markers: list[str] = []
         self._writers: list[TableWriter] = []
@@ -286,11 +294,16 @@ class OutputDir:
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             self._created = missing
+            finish_commit(self.path)  # of a run killed while it moved its files in
             self._staging = make_staging(self.path)
+            self._lock = hold(self._staging)
             remove_dead_staging(self.path, keep=self._staging)  # of runs killed before their end
         except OSError as exc:
-            self._remove_created()
+            self._close()
             raise OutputError(f"{self.path}: cannot create output directory: {exc.strerror or exc}") from exc
+        except OutputError:
+            self._close()
+            raise
         return self
 
     def __exit__(
@@ -310,11 +323,28 @@ class OutputDir:
             if exc_type is None:
                 self._commit()
         finally:
-            if self._staging is not None:
+            self._close(failed=exc_type is not None)
+
+    def _close(self, *, failed: bool = True) -> None:
+        """Remove the staging folder (unless a commit record names it: the next opener finishes
+        that commit), release its lock, and with ``failed`` the folders this block created."""
+        try:
+            if self._staging is not None and not self._recorded():
                 shutil.rmtree(self._staging, ignore_errors=True)
-                self._staging = None
-            if exc_type is not None:
+        finally:
+            self._staging = None
+            if self._lock is not None:
+                os.close(self._lock)
+                self._lock = None
+            if failed:
                 self._remove_created()
+
+    def _recorded(self) -> bool:
+        try:
+            record = pending(self.path)
+        except OutputError:
+            return True  # unreadable: it may name ours
+        return record is not None and self._staging is not None and record.staging == self._staging.name
 
     def wants(self, name: str) -> bool:
         """Whether the table ``name`` is written (anything but the six tables always is)."""
@@ -331,7 +361,7 @@ class OutputDir:
             writer.write(table)
             return self.path / "deduped"
         write_table(table, self._target(filename), fmt)
-        self._tables[name] = fmt
+        self._tables.add(name)
         self._add(self._files, filename)
         return self.path / filename
 
@@ -346,14 +376,28 @@ class OutputDir:
 
             layout = LayoutWriter(self.staging / LAYOUT_DIR, fmt, schema, self.layout)
             self._writers.append(layout)
-            self._tables[name] = fmt
+            self._tables.add(name)
             self._add(self._files, LAYOUT_DIR)
             return layout
         writer = TableWriter(self._target(filename), fmt, schema)
         self._writers.append(writer)
-        self._tables[name] = fmt
+        self._tables.add(name)
         self._add(self._files, filename)
         return writer
+
+    def folder(self, name: str) -> Path:
+        """The staging folder of table ``name`` written as a folder of parts by others (the Ray
+        engine's tasks), moved in whole; made if missing."""
+        if name not in OUTPUT_TABLES or not self.wants(name):
+            raise ValueError(f"not a chosen table: {name!r}")
+        folder = self.staging / name
+        try:
+            folder.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise OutputError(f"{folder}: cannot write: {exc.strerror or exc}") from exc
+        self._tables.add(name)
+        self._add(self._files, name)
+        return folder
 
     def write_json(self, filename: str, data: Any) -> Path:
         """Write ``data`` as indented JSON; it is moved in last, when everything else is in place."""
@@ -387,40 +431,31 @@ class OutputDir:
 
     def _commit(self) -> None:
         staging = self.staging
-        current = self.path
         try:
-            # A marker from an earlier run must not vouch for a half-replaced directory.
-            for filename in self._markers:
-                current = self.path / filename
-                current.unlink(missing_ok=True)
-            for filename in self._files:
-                current = self.path / filename
-                if (staging / filename).is_dir():  # deduped in layout: the whole folder, anew
-                    shutil.rmtree(current, ignore_errors=True)
-                os.replace(staging / filename, current)
-            for name, fmt in self._tables.items():
-                for other in OUTPUT_FORMATS:
-                    if other != fmt:
-                        current = self.path / f"{name}.{other}"
-                        current.unlink(missing_ok=True)
-            for name in OUTPUT_TABLES:  # a table not chosen this time is not left from an earlier run
-                if name not in self.tables:
-                    for other in OUTPUT_FORMATS:
-                        current = self.path / f"{name}.{other}"
-                        current.unlink(missing_ok=True)
-            if self.layout is not None:  # deduped as a folder: no deduped.<format> of an earlier run
-                for other in OUTPUT_FORMATS:
-                    current = self.path / f"deduped.{other}"
-                    current.unlink(missing_ok=True)
-            elif "deduped" in self.tables:  # one deduped file: no folder of an earlier run in layout
-                current = self.path / "deduped"
-                if current.is_dir():
-                    shutil.rmtree(current)
-            for filename in self._markers:
-                current = self.path / filename
-                os.replace(staging / filename, current)
+            markers = {name: digest(staging / name) for name in self._markers}
         except OSError as exc:
-            raise OutputError(f"{current}: cannot write: {exc.strerror or exc}") from exc
+            raise OutputError(f"{staging}: cannot read back: {exc.strerror or exc}") from exc
+        record = CommitRecord(
+            staging=staging.name,
+            moves=(*self._files, *self._markers),
+            markers=markers,
+            removes=tuple(self._earlier()),
+        )
+        commit(self.path, record)
+
+    def _earlier(self) -> list[str]:
+        """The entries of earlier runs that this run's tables leave stale: a written table's other
+        forms (``<name>.<other format>``, its folder, or its files when it is a folder), and every
+        form of a table not chosen."""
+        ours = set(self._files)
+        stale: list[str] = []
+        for name in OUTPUT_TABLES:
+            if name in self.tables and name not in self._tables:
+                continue  # chosen and not written: nothing says its files are stale
+            for entry in (*(f"{name}.{fmt}" for fmt in OUTPUT_FORMATS), name):
+                if entry not in ours and os.path.lexists(self.path / entry):
+                    stale.append(entry)
+        return stale
 
     def _remove_created(self) -> None:
         for path in self._created:

@@ -25,6 +25,7 @@ from neardup.jobs import modes
 from neardup.jobs.events import RunEvents
 from neardup.jobs.modes import in_memory, in_passes, streamed
 from neardup.jobs.on_ray import RayOptions, on_ray
+from neardup.jobs.summary import null_texts_note
 from neardup.memory import MemoryBudget, MemoryLimitError, MemoryWatch, release_memory
 
 __all__ = ["DedupJob", "Mode", "choose_mode", "run_dedup"]
@@ -132,6 +133,9 @@ def run_dedup(job: DedupJob, events: RunEvents | None = None) -> dict[str, Any]:
     if job.report:
         _check_report(job)
     summary = _run_engine(job, events)
+    note = null_texts_note(int(summary.get("null_texts", 0)))
+    if note is not None:
+        events.note(note)
     if job.report:
         from neardup.report import write_report
 

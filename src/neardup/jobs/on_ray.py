@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 from neardup import __version__
 from neardup.errors import ConfigError, OutputError
-from neardup.io.writers import output_tables
+from neardup.io.writers import OutputDir, output_tables
 from neardup.jobs.events import RunEvents
 from neardup.sizes import parse_size
 
 if TYPE_CHECKING:
+    from neardup.engines.ray.location import Location
     from neardup.jobs.dedup import DedupJob
 
 WORK_DIR_NAME = ".neardup-work"
@@ -64,20 +65,44 @@ def _refuse(job: DedupJob) -> None:
 
 
 def on_ray(job: DedupJob, events: RunEvents) -> dict[str, Any]:
-    """Run ``job`` on Ray and return its ``summary.json`` figures (written last, into the output
-    folder: a folder of parts per table)."""
-    from neardup.engines.ray.engine import RayDedup
+    """Run ``job`` on Ray and return its ``summary.json`` figures (a folder of parts per table).
+
+    Into a local folder the tasks write the parts into an :class:`~neardup.io.OutputDir`'s
+    staging folder, committed as the local engine's outputs are; into a URI (an object store has
+    no rename to commit with) the folder's ``summary.json`` and tables go first and the new
+    ``summary.json`` comes last, so a folder without it holds no finished run."""
     from neardup.engines.ray.location import Location
-    from neardup.engines.ray.session import connected
 
     _refuse(job)
-    options = job.ray or RayOptions()
-    config = job.config()
     output = Location(str(job.output_dir))
     if output.local and os.path.exists(output.root) and not os.path.isdir(output.root):
         raise OutputError(f"{job.output_dir}: exists and is not a directory")
     work = Location(str(job.work_dir)) if job.work_dir is not None else output.child(WORK_DIR_NAME)
     spill = os.path.join(work.root, "spill") if work.local else tempfile.mkdtemp(prefix="neardup-spill-")
+    if not output.local:
+        summary = _run(job, events, output, output, work, spill)
+        output.write_json(summary, "summary.json")
+    else:
+        with OutputDir(output.root, job.outputs) as target:
+            summary = _run(job, events, output, Location(str(target.staging)), work, spill)
+            for name in output_tables(job.outputs):
+                target.folder(name)
+            target.write_json("summary.json", summary)
+    work.delete()
+    if not work.local:
+        shutil.rmtree(spill, ignore_errors=True)
+    return summary
+
+
+def _run(
+    job: DedupJob, events: RunEvents, output: Location, written: Location, work: Location, spill: str
+) -> dict[str, Any]:
+    """The run's summary; its tables are written into ``written`` (``output``, or its staging)."""
+    from neardup.engines.ray.engine import RayDedup
+    from neardup.engines.ray.session import connected
+
+    options = job.ray or RayOptions()
+    config = job.config()
     events.shape(config)
     with connected(options.address, cpus=options.cpus, spill_dir=spill) as facts:
         run = RayDedup(
@@ -85,7 +110,7 @@ def on_ray(job: DedupJob, events: RunEvents) -> dict[str, Any]:
             options=job.read,
             config=config,
             work=work,
-            output=output,
+            output=written,
             output_format=job.output_format,
             outputs=output_tables(job.outputs),
             partitions=options.partitions,
@@ -106,11 +131,8 @@ def on_ray(job: DedupJob, events: RunEvents) -> dict[str, Any]:
         "id_column": job.read.id_column or "row_id",
         "skipped_records": 0,
         "skipped": [],
+        "null_texts": figures.pop("null_texts"),
         **figures,
     }
     summary["seconds"] = {"read": 0.0, **figures["seconds"], "total": figures["engine"]["total_seconds"]}
-    output.write_json(summary, "summary.json")
-    work.delete()
-    if not work.local:
-        shutil.rmtree(spill, ignore_errors=True)
     return summary

@@ -44,7 +44,17 @@ def summary_of(
         "id_column": corpus.id_column,
         "skipped_records": len(corpus.skipped),
         "skipped": [str(e) for e in corpus.skipped],
+        "null_texts": corpus.null_texts,
         **figures,
     }
     summary["seconds"] = {"read": round(read_seconds, 4), **figures["seconds"]}
     return summary
+
+
+def null_texts_note(count: int) -> str | None:
+    """What a person should hear of the rows read with a null text (None for none): that they
+    are deduplicated as empty documents."""
+    if count <= 0:
+        return None
+    rows = "1 row has" if count == 1 else f"{count:,} rows have"
+    return f"{rows} a null text (null, or no text field): deduplicated as empty (null_texts in summary.json)"

@@ -24,6 +24,7 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from neardup.errors import InputError
+from neardup.io.commit import finish_commit
 
 FORMATS = ("parquet", "jsonl", "csv")
 _TEXT_CELLS = ("members", "bucket_key", "id_a", "id_b", "representative", "duplicate_of")
@@ -31,7 +32,10 @@ _TEXT_CELLS = ("members", "bucket_key", "id_a", "id_b", "representative", "dupli
 
 
 def read_summary(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """The run's ``summary.json``; an :class:`InputError` when the folder holds no finished run."""
+    """The run's ``summary.json``; an :class:`InputError` when the folder holds no finished run.
+    A commit that a run killed while moving its files in left pending is finished first
+    (:func:`~neardup.io.commit.finish_commit`), so the tables read after it are that run's."""
+    finish_commit(Path(out_dir))
     path = Path(out_dir) / "summary.json"
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))

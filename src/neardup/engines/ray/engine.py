@@ -39,7 +39,7 @@ from neardup.engines.ray.splits import Split, list_inputs, plan_splits
 from neardup.engines.ray.tasks import Layout, Plan
 from neardup.errors import ConfigError, InputError
 from neardup.io import ReadOptions
-from neardup.io.writers import OUTPUT_TABLES
+from neardup.io.writers import OUTPUT_FORMATS, OUTPUT_TABLES
 from neardup.pipeline import Progress
 
 MANIFEST_VERSION = 1
@@ -255,6 +255,7 @@ class RayDedup:
         seconds["write"] = round(write_seconds, 4)
         return {
             "input_rows": n,
+            "null_texts": sum(int(f.get("null_texts", 0)) for f in signed),
             "empty_documents": sum(int(f["empty"]) for f in signed),
             "num_perm": self.config.minhash.num_perm,
             "seed": self.config.minhash.seed,
@@ -365,11 +366,14 @@ class RayDedup:
         assign_schema: pa.Schema,
         cluster_schema: pa.Schema,
     ) -> None:
-        # summary.json goes first and comes back last: a folder without it is not a finished run's;
-        # the tables not chosen go too, as the local engine removes their files
+        # Into a URI, summary.json goes first and comes back last: a folder without it is not a
+        # finished run's; the tables not chosen go too, and every table's files of a local run
+        # (which readers would take before a folder). Into a staging folder this finds nothing.
         plan.output.delete("summary.json")
         for name in OUTPUT_TABLES:
             plan.output.delete(name)
+            for fmt in OUTPUT_FORMATS:
+                plan.output.delete(f"{name}.{fmt}")
         id_type = layout.id_type
         edge_schema = pa.schema(
             [

@@ -28,6 +28,7 @@ from neardup.engines.ray.location import is_uri, open_uri, shown
 from neardup.errors import ConfigError, InputError
 from neardup.io import ReadOptions, expand_inputs
 from neardup.io.inputs import GENERATED_ID, check_columns, input_ending, text_as_string
+from neardup.io.jsonl import SECOND_VALUE, LineCount, is_second_value
 
 _SCAN = 1 << 16
 _FAMILIES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
@@ -227,23 +228,35 @@ def _parse_jsonl(data: bytes, split: Split, offset: int) -> pa.Table:
     if not data or data.isspace():  # isspace stops at the first other byte
         return pa.table({})
     try:
-        return pj.read_json(
+        table = pj.read_json(
             io.BytesIO(data), read_options=pj.ReadOptions(block_size=max(1 << 20, len(data) // 8 + 1))
         )
     except (pa.ArrowInvalid, ValueError) as exc:
         line, reason = _bad_line(data, exc)
         before = 0 if split.gzip else _lines_before(split, offset)
         raise InputError(reason, path=split.name, line=before + line) from exc
+    count = LineCount()
+    count.add(data)
+    if count.lines != table.num_rows:  # pyarrow took a line of two objects as two records
+        line, reason = _bad_line(data, None)
+        before = 0 if split.gzip else _lines_before(split, offset)
+        raise InputError(reason, path=split.name, line=before + line)
+    return table
 
 
-def _bad_line(data: bytes, exc: Exception) -> tuple[int, str]:
-    """The first line pyarrow's reader refuses (1-based within ``data``) and why."""
+def _bad_line(data: bytes, exc: Exception | None) -> tuple[int, str]:
+    """The first line pyarrow's reader refuses, or that holds two records (1-based within
+    ``data``), and why."""
     for number, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
             continue
         try:
             value = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        except json.JSONDecodeError as err:
+            if is_second_value(err):
+                return number, f"{SECOND_VALUE} at column {err.colno}"
+            return number, f"not valid JSON: {err}"
+        except UnicodeDecodeError as err:
             return number, f"not valid JSON: {err}"
         if not isinstance(value, dict):
             return number, f"a JSON {type(value).__name__}, not an object"

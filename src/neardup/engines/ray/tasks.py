@@ -47,7 +47,7 @@ from neardup.engines.ray.splits import (
 )
 from neardup.errors import InputError
 from neardup.io import ReadOptions
-from neardup.io.inputs import GENERATED_ID, SOURCE_COLUMN
+from neardup.io.inputs import GENERATED_ID, SOURCE_COLUMN, null_texts
 from neardup.io.jsonl_lines import splice_rows
 from neardup.io.writers import json_texts, jsonl_bytes
 from neardup.outputs import hex_strings
@@ -188,6 +188,7 @@ def sign(plan: Plan, split_index: int) -> Figures:
         "bytes": int(table.nbytes),
         "shuffled": shuffled,
         "empty": int(empty.size),
+        "null_texts": null_texts(table, plan.options.text_column) if rows else 0,
         "own_source": SOURCE_COLUMN in table.column_names,
         "first_empty": first_empty,
         "first_empty_id": (
