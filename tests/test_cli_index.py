@@ -363,3 +363,37 @@ def test_dedup_against_a_containment_index_files_distinct_counts(tmp_path: Path)
         assert info is not None and info.shingles == shingle_hashes(repeated).size  # not the repeats
         fox = "the quick brown fox jumps over the lazy dog near the river bank"
         assert [m.key for m in index.query_containment(fox, 0.8)] == ["a", "essay"]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "zeroed pages"])
+def test_index_add_on_a_corrupt_file_is_an_error_naming_it_and_changes_nothing(
+    tmp_path: Path, damage: str
+) -> None:
+    """Damage SQLite sees (damage in pages an add never reads goes unseen, as in any SQLite
+    database): add exits 1 with the file named and SQLite's reason, no traceback, and leaves the
+    file's bytes as they were."""
+    big = [
+        {"id": f"d{i}", "text": f"document number {i} about {i % 97} things and {i % 13} more"}
+        for i in range(3000)
+    ]
+    idx = tmp_path / "idx.db"
+    assert (
+        run(
+            "index", "build", jsonl(tmp_path / "big.jsonl", big), "--index", idx, "--id-column", "id"
+        ).exit_code
+        == 0
+    )
+    data = bytearray(idx.read_bytes())
+    if damage == "truncated":
+        data = data[: len(data) // 3]
+    else:
+        data[4096 : 4096 + 40960] = bytes(40960)
+    idx.write_bytes(bytes(data))
+    more = jsonl(tmp_path / "more.jsonl", [{"id": "new", "text": "a new document to add"}])
+    result = run("index", "add", more, "--index", idx, "--id-column", "id")
+    assert result.exit_code == 1, result.output
+    assert f"neardup: error: {idx}: " in result.stderr
+    assert "malformed" in result.stderr
+    assert "Traceback" not in result.output + result.stderr
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert idx.read_bytes() == bytes(data)
