@@ -348,7 +348,9 @@ def test_acknowledged_inserts_survive_kill_9(tmp_path: Path, index_url: str) -> 
     threads = [threading.Thread(target=insert) for _ in range(4)]
     for t in threads:
         t.start()
-    time.sleep(2.0)
+    deadline = time.monotonic() + 120  # killed once enough were acknowledged, however slow the machine
+    while len(acknowledged) < 40 and time.monotonic() < deadline and any(t.is_alive() for t in threads):
+        time.sleep(0.05)
     subprocess.run(["pkill", "-9", "-P", str(srv.proc.pid)], check=False)  # the workers
     srv.proc.kill()
     srv.proc.wait()
