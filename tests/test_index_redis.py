@@ -5,18 +5,23 @@ connection writes, and a clear refusal of the old layout."""
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import neardup
 import neardup.index.redis as redis_backend
+from conftest import running_redis
 from neardup.errors import StorageError
 from neardup.index import DocumentInfo, LSHIndex, RedisStorage
 
@@ -138,12 +143,12 @@ def test_removing_everything_leaves_no_band_records(storage: RedisStorage) -> No
         assert client.exists(f"{storage.prefix}{name}") == 0
 
 
-def test_a_batch_of_several_scripts_is_one_insert(
+def test_a_batch_of_several_pieces_stores_every_document(
     storage: RedisStorage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(redis_backend, "_SCRIPT_DOCS", 7)
+    monkeypatch.setattr(redis_backend, "_PIECE_DOCS", 7)
     sigs, bands = _docs(40, 6)
-    bands[30:40] = bands[0]  # a bucket shared across the scripts of one batch
+    bands[30:40] = bands[0]  # a bucket shared across the pieces of one batch
     storage.insert([f"d{i}" for i in range(20)], sigs[:20], bands[:20])
     storage.insert([f"d{i}" for i in range(10, 40)], sigs[10:], bands[10:])  # replaces d10..d19
     assert storage.count() == 40
@@ -174,7 +179,8 @@ def test_both_lookup_paths_agree(storage: RedisStorage, monkeypatch: pytest.Monk
     )
     queries = np.concatenate([bands[:45], _docs(3, 11)[1]])
     plain = [storage.lookup(queries[:9], shingles=True), storage.lookup(queries, shingles=True)]
-    monkeypatch.setattr(storage, "_lookup_plain", lambda *args, **kwargs: None)
+    plain_path = storage._lookup_plain  # as if a write came between its round trips: the script
+    monkeypatch.setattr(storage, "_lookup_plain", lambda *a, **k: (plain_path(*a, **k)[0], False, 0))
     script = [storage.lookup(queries[:9], shingles=True), storage.lookup(queries, shingles=True)]
     for a, b in zip(plain, script, strict=True):
         assert a.keys == b.keys and a.shingles is not None and b.shingles is not None
@@ -356,3 +362,353 @@ def test_a_killed_holder_frees_the_section_when_its_lock_expires(redis_url: str)
     with storage.exclusive():
         assert time.monotonic() - t0 < 5  # within the 1 s expiry, not the 30 s wait
     storage.close()
+
+
+# -- many writers and readers on one index ---------------------------------------------------------
+
+_READER = """
+import json, random, sys
+from pathlib import Path
+from neardup.index import LSHIndex
+url, shared_file, stop, seed = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
+shared = json.loads(shared_file.read_text())
+rng = random.Random(seed)
+rounds, failures = 0, []
+with LSHIndex.open(url) as index:
+    while rounds == 0 or not stop.exists():
+        sample = rng.sample(shared, 50)
+        try:
+            found = index.query_many([text for _, text in sample])
+            lost = [key for (key, _), row in zip(sample, found) if key not in {m.key for m in row}]
+            if lost:
+                failures.append(f"round {rounds}: {lost[:3]} not found")
+        except Exception as exc:
+            failures.append(f"round {rounds}: {type(exc).__name__}: {exc}")
+        rounds += 1
+print(json.dumps({"rounds": rounds, "failed": len(failures), "first": failures[:3]}))
+sys.exit(1 if failures else 0)
+"""
+
+WRITERS, OWN, SHARED = 4, 18_000, 2_000
+
+
+def _texts(rng: np.random.Generator, vocab: list[str], n: int) -> list[str]:
+    words = rng.integers(0, len(vocab), size=(n, 40))
+    return [" ".join(vocab[w] for w in row) for row in words.tolist()]
+
+
+def _jsonl(path: Path, keys: list[str], texts: list[str]) -> str:
+    path.write_text(
+        "".join(json.dumps({"id": k, "text": t}) + "\n" for k, t in zip(keys, texts, strict=True))
+    )
+    return str(path)
+
+
+def test_concurrent_writers_and_readers_all_succeed_and_lose_nothing(tmp_path: Path) -> None:
+    """Four `neardup index add` runs of 20,000 documents each (2,000 keys shared by all of them,
+    which replace each other) while two readers query the shared keys in a loop, on a server
+    that answers other clients BUSY once a script runs 100 ms: every run and every reader round
+    succeeds, a shared key is always found by its own text, and at the end the index holds each
+    distinct key once, found by its own text, with no band record left over."""
+    rng = np.random.default_rng(20)
+    vocab = [f"w{i}x" for i in range(5000)]
+    shared_keys = [f"shared-{j}" for j in range(SHARED)]
+    shared_texts = _texts(rng, vocab, SHARED)
+    own = [([f"w{i}-{j}" for j in range(OWN)], _texts(rng, vocab, OWN)) for i in range(WRITERS)]
+    (tmp_path / "shared.json").write_text(
+        json.dumps([list(p) for p in zip(shared_keys, shared_texts, strict=True)])
+    )
+    # one numba thread a process: seven processes share the cores with the server
+    env = {**os.environ, "PYTHONPATH": str(Path(neardup.__file__).parents[1]), "NUMBA_NUM_THREADS": "1"}
+    cli = [sys.executable, "-c", "from neardup.cli import run; run()"]
+    stop = tmp_path / "stop"
+    import redis
+
+    # BUSY for others once a script runs 100 ms (busy-reply-threshold in Redis 7); slow log from 50
+    with running_redis(tmp_path, "--lua-time-limit", "100", "--slowlog-log-slower-than", "50000") as port:
+        url = f"redis://127.0.0.1:{port}/0?prefix=many"
+        built = subprocess.run(
+            [
+                *cli,
+                "index",
+                "build",
+                _jsonl(tmp_path / "s.jsonl", shared_keys, shared_texts),
+                "--index",
+                url,
+                "--id-column",
+                "id",
+                "-q",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert built.returncode == 0, built.stderr
+        readers = [
+            subprocess.Popen(
+                [sys.executable, "-c", _READER, url, str(tmp_path / "shared.json"), str(stop), str(seed)],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for seed in range(2)
+        ]
+        writers = [
+            subprocess.Popen(
+                [
+                    *cli,
+                    "index",
+                    "add",
+                    _jsonl(tmp_path / f"w{i}.jsonl", keys + shared_keys, texts + shared_texts),
+                    "--index",
+                    url,
+                    "--id-column",
+                    "id",
+                    "-q",
+                ],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i, (keys, texts) in enumerate(own)
+        ]
+        try:
+            wrote = [(w.wait(timeout=240), *w.communicate()) for w in writers]
+        finally:
+            stop.touch()
+            read = [(r.wait(timeout=60), *r.communicate()) for r in readers]
+        client = redis.Redis(port=port)
+        slow = [(e["duration"] // 1000, e["command"][:60]) for e in client.slowlog_get(20)]  # >= 50 ms
+        client.close()
+        assert [rc for rc, _, _ in wrote] == [0] * WRITERS, ([err[-1500:] for _, _, err in wrote], slow)
+        assert [rc for rc, _, _ in read] == [0, 0], ([out + err[-1500:] for _, out, err in read], slow)
+        rounds = [json.loads(out)["rounds"] for _, out, _ in read]
+        assert min(rounds) > 1
+        with LSHIndex.open(url) as index:
+            keys = [k for keys, _ in own for k in keys] + shared_keys
+            texts = [t for _, texts in own for t in texts] + shared_texts
+            assert len(index) == WRITERS * OWN + SHARED
+            found = index.query_many(texts)
+            assert [k for k, row in zip(keys, found, strict=True) if k not in {m.key for m in row}] == []
+            storage = index.storage
+            assert isinstance(storage, RedisStorage)
+            assert storage._client.zcard(f"{storage.prefix}dead") == 0
+            records = sum(len(r) for r in _records(storage).values())
+            assert records == len(index) * index.settings.bands * 12  # nothing replaced is left
+
+
+# -- bounded pieces, kills part way, sweeps ---------------------------------------------------------
+
+
+def test_small_pieces_and_sweeps_store_and_take_out_every_record(
+    storage: RedisStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in [("_ROUND_DOCS", 50), ("_PIECE_DOCS", 7), ("_APPEND_SHARDS", 3), ("_SWEEP_SHARDS", 5)]:
+        monkeypatch.setattr(redis_backend, name, value)
+    monkeypatch.setattr(redis_backend, "_SWEEP_BYTES", 1)  # every sweep script stops after a shard
+    sigs, bands = _docs(320, 15)
+    bands[200:260] = bands[0]  # buckets shared across rounds and pieces
+    keys = [f"d{i}" for i in range(320)]
+    storage.insert(keys[:200], sigs[:200], bands[:200])
+    storage.insert(keys[80:], sigs[80:], bands[80:])  # replaces d80..d199: runs and single records
+    assert storage.count() == 320 and list(storage.keys()) == keys
+    assert _lookup_keys(storage, bands[:1]) == [sorted(["d0", *keys[200:260]])]
+    np.testing.assert_array_equal(storage.get_signatures(keys), sigs)
+    assert sum(len(r) for r in _records(storage).values()) == 320 * BANDS * 12
+    assert storage._client.zcard(f"{storage.prefix}dead") == 0
+    assert storage.remove(keys[::2]) == 160
+    assert sum(len(r) for r in _records(storage).values()) == 160 * BANDS * 12
+    assert _lookup_keys(storage, bands[:1]) == [sorted(k for k in ["d0", *keys[200:260]] if int(k[1:]) % 2)]
+
+
+_KILLED_WRITER = """
+import sys
+import numpy as np
+import neardup.index.redis as backend
+backend._PIECE_DOCS = 50
+storage = backend.RedisStorage(sys.argv[1])
+rng = np.random.default_rng(16)
+sigs = rng.integers(0, 2**32, size=(40_000, 16), dtype=np.uint32)
+bands = rng.integers(0, 2**64, size=(40_000, 8), dtype=np.uint64)
+storage.insert([f"d{i}" for i in range(40_000)], sigs, bands)
+"""
+
+
+def test_a_writer_killed_part_way_leaves_whole_documents_and_running_it_again_completes(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = np.random.default_rng(17)
+    old_sigs = first.integers(0, 2**32, size=(40_000, PERM), dtype=np.uint32)
+    old_bands = first.integers(0, 2**64, size=(40_000, BANDS), dtype=np.uint64)
+    keys = [f"d{i}" for i in range(40_000)]
+    storage = RedisStorage(redis_url)
+    storage.insert(keys, old_sigs, old_bands)
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_WRITER, redis_url])
+    client, p = storage._client, storage.prefix
+    try:  # killed once some of its 800 pieces are stored: their keys moved to the end
+        deadline = time.monotonic() + 60
+        while client.zrange(f"{p}docs", 0, 0) == [b"d0"] and time.monotonic() < deadline:
+            time.sleep(0.002)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    rng = np.random.default_rng(16)  # what the killed writer inserted
+    new_sigs = rng.integers(0, 2**32, size=(40_000, 16), dtype=np.uint32)
+    new_bands = rng.integers(0, 2**64, size=(40_000, 8), dtype=np.uint64)
+    stored = storage.get_signatures(keys)
+    new = (stored == new_sigs).all(axis=1)
+    assert ((stored == old_sigs).all(axis=1) | new).all()  # every key whole, old or new
+    assert 0 < new.sum() < 40_000 and new.sum() % 50 == 0  # whole pieces
+    assert storage.count() == 40_000 and all(
+        client.hlen(f"{p}{h}") == 40_000 for h in ("keys", "sig", "info")
+    )
+    found = storage.lookup(np.where(new[:, None], new_bands, old_bands)[::97])
+    assert [f.tolist() for f in found.rows] == [[found.keys.index(k)] for k in keys[::97]]
+    assert client.zcard(f"{p}dead") > 0  # the killed writer's records are listed, to sweep
+    monkeypatch.setattr(redis_backend, "_DEAD_AGE_S", 0.0)  # as once they are old
+    storage.insert(keys, new_sigs, new_bands)  # the same insert again completes it
+    np.testing.assert_array_equal(storage.get_signatures(keys), new_sigs)
+    assert client.zcard(f"{p}dead") == 0
+    assert sum(len(r) for r in _records(storage).values()) == 40_000 * BANDS * 12
+    storage.close()
+
+
+def test_an_orphan_sweep_leaves_the_records_of_live_ids(storage: RedisStorage) -> None:
+    sigs, bands = _docs(2, 18)
+    storage.insert(["a"], sigs[:1], bands[:1])
+    client, p = storage._client, storage.prefix
+    live, gone = (1).to_bytes(5, "big"), (99).to_bytes(5, "big")  # a writer died before storing 99
+    for band, key in enumerate(bands[1].tolist()):
+        shard = p.encode() + b"t:" + band.to_bytes(2, "big") + (key >> 53 << 5).to_bytes(2, "big")
+        client.append(shard, (key & (2**56 - 1)).to_bytes(7, "big") + gone)
+    client.hset(f"{p}bands", gone, bands[1].astype(">u8").tobytes())
+    client.zadd(f"{p}dead", {live: 1.0, gone: 1.0})  # as an earlier neardup's drop could leave them
+    storage._sweep_orphans()
+    assert client.zcard(f"{p}dead") == 0 and client.hkeys(f"{p}bands") == [live]
+    assert sum(len(r) for r in _records(storage).values()) == BANDS * 12
+    assert _lookup_keys(storage, bands) == [["a"], []]
+
+
+@pytest.mark.parametrize("swept", [True, False])
+def test_a_piece_whose_pending_records_an_orphan_sweep_took_appends_them_again(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch, swept: bool
+) -> None:
+    """A writer that stalls for longer than _DEAD_AGE_S between appending a round's records and
+    storing its pieces finds its pending ids swept (or only claimed, the sweep still to come):
+    its pieces append the records it lacks again: none is lost or doubled."""
+    writer, sweeper = RedisStorage(redis_url), RedisStorage(redis_url)
+    client, p = writer._client, writer.prefix
+    sigs, bands = _docs(30, 22)
+    send = writer._send
+
+    def stall_then_send(parts: list[bytes], replies: int, **kwargs: bool) -> list[object]:
+        if parts[0] == redis_backend._command([b"MULTI"]):  # the pieces: meanwhile, an orphan sweep
+            if swept:
+                monkeypatch.setattr(redis_backend, "_DEAD_AGE_S", -10.0)
+                sweeper._sweep_orphans()
+                monkeypatch.setattr(redis_backend, "_DEAD_AGE_S", 600.0)
+                assert _records(writer) == {} and client.hlen(f"{p}bands") == 0
+            else:
+                client.zadd(f"{p}dead", dict.fromkeys(client.zrange(f"{p}dead", 0, -1), 0), xx=True)
+        return send(parts, replies, **kwargs)
+
+    writer._send = stall_then_send  # type: ignore[method-assign]
+    writer.insert([f"d{i}" for i in range(30)], sigs, bands)
+    writer._send = send  # type: ignore[method-assign]
+    assert _lookup_keys(writer, bands[:3]) == [["d0"], ["d1"], ["d2"]]
+    assert client.zcard(f"{p}dead") == 0 and client.hlen(f"{p}bands") == 30
+    assert sum(len(r) for r in _records(writer).values()) == 30 * BANDS * 12  # each record once
+    assert writer.remove([f"d{i}" for i in range(30)]) == 30
+    assert _records(writer) == {} and client.hlen(f"{p}bands") == 0
+    writer.close()
+    sweeper.close()
+
+
+def test_a_large_lookup_that_meets_a_write_keeps_what_it_read(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(redis_backend, "_LOOKUP_SCRIPT_BYTES", 0)  # every lookup is large
+    sigs, bands = _docs(4, 19)
+    bands[1:] = bands[0]
+    reader, writer = RedisStorage(redis_url), RedisStorage(redis_url)
+    writer.insert(["a", "b", "c"], sigs[:3], bands[:3])
+    send = reader._send
+    calls: list[int] = []
+
+    def send_then_write(parts: list[bytes], replies: int, **kwargs: bool) -> list[object]:
+        out = send(parts, replies, **kwargs)
+        calls.append(replies)
+        if len(calls) == 1:  # after the shards: "b" goes, "c" is replaced (a new id, not read)
+            writer.remove(["b"])
+            writer.insert(["c"], sigs[3:], bands[3:])
+        return out
+
+    reader._send = send_then_write  # type: ignore[method-assign]
+    found = reader.lookup(bands[:1])
+    assert found.keys == ["a"] and len(calls) == 2  # no script; no half document
+    np.testing.assert_array_equal(found.signatures, sigs[:1])
+    reader._send = send  # type: ignore[method-assign]
+    assert reader.lookup(bands[:1]).keys == ["a", "c"]
+    reader.close()
+    writer.close()
+
+
+def test_drop_and_a_new_index_leave_no_dead_entries(redis_url: str) -> None:
+    index = LSHIndex.open(redis_url)  # drop names the shards of the stored settings' bands
+    index.insert_many(["a", "b"], ["the cat sat on the mat today", "dogs bark at night"])
+    storage = index.storage
+    assert isinstance(storage, RedisStorage)
+    client, p = storage._client, storage.prefix
+    client.zadd(f"{p}dead", {b"x" * 69: 1.0})
+    storage.drop()
+    assert list(client.scan_iter(match=f"{p}*")) == []
+    client.zadd(f"{p}dead", {b"x" * 69: 1.0})  # left by an earlier neardup's drop
+    RedisStorage(redis_url).close()  # creates the index anew
+    assert client.exists(f"{p}dead") == 0
+    storage.close()
+
+
+# -- timeouts ---------------------------------------------------------------------------------------
+
+
+def test_the_timeouts_are_finite_and_url_options_set_them(redis_url: str) -> None:
+    storage = RedisStorage(redis_url)
+    given = storage._client.connection_pool.connection_kwargs
+    assert (given["socket_timeout"], given["socket_connect_timeout"]) == (30.0, 5.0)
+    tuned = RedisStorage(redis_url + "&socket_timeout=2&socket_connect_timeout=3")
+    for opened in (tuned, tuned.sibling("other")):
+        kwargs = opened._client.connection_pool.connection_kwargs
+        assert (kwargs["socket_timeout"], kwargs["socket_connect_timeout"]) == (2.0, 3.0)
+        opened.close()
+    storage.close()
+
+
+def test_a_server_that_never_answers_fails_within_the_socket_timeout() -> None:
+    from click.testing import CliRunner
+
+    from neardup.cli import main
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    held: list[socket.socket] = []
+    threading.Thread(
+        target=lambda: held.extend(iter(lambda: listener.accept()[0], None)), daemon=True
+    ).start()
+    url = f"redis://:hunter2@127.0.0.1:{port}/0?socket_timeout=1&prefix=p"
+    try:
+        started = time.monotonic()
+        result = CliRunner().invoke(main, ["index", "stats", "--index", url])
+        elapsed = time.monotonic() - started
+    finally:
+        listener.close()
+        for conn in held:
+            conn.close()
+    assert result.exit_code == 1 and elapsed < 5 and "hunter2" not in result.output
+    assert result.stderr == (
+        f"neardup: error: redis://:***@127.0.0.1:{port}/0?socket_timeout=1&prefix=p: opening the index "
+        "failed: Timeout reading from socket (no answer within 1 s; the socket_timeout option, as in "
+        "?socket_timeout=60, sets it)\n"
+    )

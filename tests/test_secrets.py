@@ -26,6 +26,10 @@ def test_redact_url() -> None:
     assert redact_url(f"rediss://user:{SECRET}@host/1") == "rediss://user:***@host/1"
     assert redact_url(f"redis://user:{SECRET}@host:notaport/1") == "redis://user:***@host:notaport/1"
     assert redact_url("redis://host:6379/0") == "redis://host:6379/0"
+    assert (
+        redact_url(f"redis://host/0?socket_timeout=2&password={SECRET}&prefix=p")
+        == "redis://host/0?socket_timeout=2&password=***&prefix=p"
+    )
     assert redact_url("some/path@with-at.db") == "some/path@with-at.db"
     assert str(IndexNotFoundError(f"redis://:{SECRET}@h/0")) == "no index at redis://:***@h/0"
     with pytest.raises(StorageError) as err:

@@ -174,7 +174,7 @@ def index_build(
             index_url, config, keep_shingles=keep_shingles, containment=containment, replace=replace_existing
         )
     _print_shape(err, config)
-    with idx:
+    with _errors(), idx:
         added = _insert_corpus(idx, corpus, err)
         total = len(idx)
     if not quiet:
@@ -236,7 +236,7 @@ def index_add(
     )
     with _errors():
         options = _read_options(text_column, id_column, lines, on_error)
-    with _open_index(index_url, given=given) as idx:
+    with _errors(), _open_index(index_url, given=given) as idx:  # a storage error exits, named
         corpus = _read_for_index(inputs, options)
         err = Console(stderr=True, quiet=quiet)
         before = len(idx)
@@ -368,10 +368,9 @@ def index_remove(keys: tuple[str, ...], index_url: str, quiet: bool) -> None:
     Keys not in the index are listed on standard error. The exit code is 0 when
     at least one key was removed, and 1 when none of the keys was in the index.
     """
-    with _open_index(index_url) as idx:
-        with _errors():
-            unknown = [k for k in dict.fromkeys(keys) if k not in idx]
-            removed = idx.remove_many(list(dict.fromkeys(keys)))
+    with _errors(), _open_index(index_url) as idx:
+        unknown = [k for k in dict.fromkeys(keys) if k not in idx]
+        removed = idx.remove_many(list(dict.fromkeys(keys)))
         total = len(idx)
     if unknown:
         shown = ", ".join(unknown[:_MAX_SKIP_LINES]) + (" ..." if len(unknown) > _MAX_SKIP_LINES else "")

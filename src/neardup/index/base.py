@@ -188,7 +188,8 @@ os.register_at_fork(after_in_child=_reset_sections_after_fork)
 
 @dataclass(frozen=True)
 class Candidates:
-    """What :meth:`Storage.lookup` found for a batch of query rows, read in one snapshot.
+    """What :meth:`Storage.lookup` found for a batch of query rows, read in one snapshot (on
+    Redis, a large lookup that met a write keeps each document whole only: see its module).
 
     ``keys`` are the distinct candidate keys, sorted; ``signatures`` (uint32[len(keys), num_perm])
     and ``shingles`` (when asked for; None where a document was stored without them) follow that
@@ -248,7 +249,8 @@ class Storage(Protocol):
         eligible: np.ndarray | None = None,
         shingle_counts: np.ndarray | None = None,
     ) -> None:
-        """Add a batch, all or nothing; a key already stored is replaced.
+        """Add a batch, all or nothing (Redis: each piece of a large batch, see
+        :meth:`~neardup.index.redis.RedisStorage.insert`); a key already stored is replaced.
 
         ``signatures`` is uint32[n, num_perm], ``band_keys`` uint64[n, bands], ``shingles`` (if
         kept) each document's sorted unique uint64 shingle hashes. ``eligible`` (bool[n]) marks
@@ -282,7 +284,8 @@ class Storage(Protocol):
         ...
 
     def remove(self, keys: Sequence[str]) -> int:
-        """Remove the keys that are stored (all or nothing); return how many were."""
+        """Remove the keys that are stored (all or nothing; Redis: in pieces, see
+        :meth:`~neardup.index.redis.RedisStorage.remove`); return how many were."""
         ...
 
     def exclusive(self) -> AbstractContextManager[None]:

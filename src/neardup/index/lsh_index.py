@@ -113,7 +113,8 @@ class LSHIndex:
         self.insert_many([key], [text])
 
     def insert_many(self, keys: Sequence[str], texts: Sequence[str]) -> None:
-        """Add (or replace) a batch of documents, all or nothing; a key repeated in the batch
+        """Add (or replace) a batch of documents, all or nothing (on Redis, each piece of a large
+        batch: see :meth:`~neardup.index.redis.RedisStorage.insert`); a key repeated in the batch
         keeps its last text.
 
         Each document's shingle count is stored for :meth:`info`: the distinct shingles in an index
@@ -399,7 +400,8 @@ class LSHIndex:
         return self.storage.remove([key]) == 1
 
     def remove_many(self, keys: Sequence[str]) -> int:
-        """Remove documents, all or nothing; return how many were stored."""
+        """Remove documents, all or nothing (on Redis, each piece of a large batch); return how
+        many were stored."""
         return self.storage.remove(list(keys))
 
     def info(self, key: str) -> DocumentInfo | None:

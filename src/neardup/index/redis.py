@@ -16,18 +16,25 @@ Layout (``layout`` 2), every key starting with the prefix ``P`` (``neardup:`` by
     P:sig           hash    id -> signature, uint32 little-endian, num_perm values
     P:shingles      hash    id -> sorted unique uint64 little-endian shingle hashes (only when
                             the index keeps shingles)
-    P:bands         hash    id -> its band keys, 8 bytes each, one per band (absent for an empty
-                            document): what removal takes out of the band tables
+    P:bands         hash    id -> its band keys, 8 bytes each, one per band, for every document
+                            whose records are in the shards (stored, or listed in P:dead; absent
+                            for an empty document): what a sweep takes out of the band tables
     P:info          hash    id -> the insert's Unix time (float64) then the shingle count (int64,
                             -1 if unknown), little-endian, 16 bytes: Storage.info()
     P:lock          string  the holder's token while one holds the exclusive section (SET NX PX)
+    P:dead          zset    -> the writer's Unix time: the id of a document taken out whose band
+                            records are in the shards, to sweep; or a round's first and last ids
+                            (10 bytes) while its records are in the shards and its documents not
+                            all stored (pending)
     P:t:<4 bytes>   string  a band-table shard: 12-byte records, the low 7 bytes of a band key
                             then the id of the document that has it
 
-``P:info`` and ``P:lock`` came after layout 2's first release and leave it layout 2: a document
-without ``P:info`` (written by an earlier neardup) reports its time and count as unknown, and an
-earlier neardup that removes or replaces documents leaves their ``P:info`` entries behind, unread,
-as ids are never reused.
+``P:info``, ``P:lock`` and ``P:dead`` came after layout 2's first release and leave it layout 2: a
+document without ``P:info`` (written by an earlier neardup) reports its time and count as unknown,
+and an earlier neardup that removes or replaces documents leaves their ``P:info`` entries behind,
+unread, as ids are never reused. An earlier neardup reads an index with ``P:dead`` entries as
+this one does (band records whose ids have no key are skipped); its ``drop`` leaves ``P:dead``
+behind, which this neardup deletes when it creates an index under that prefix again.
 
 Ids are positive integers from ``P:seq``, written as 5 bytes (at most 2**40 - 1 of them) except
 as ``P:docs`` scores; a replaced document gets a new id, so it moves to the end of ``keys()``.
@@ -39,30 +46,66 @@ record costs 12 bytes, plus what APPEND reserves for growth (up to as much again
 tables take about 30 bytes of server memory per document and band, against about 240 with one
 Redis set per bucket (layout 1).
 
-An insert reserves its ids with one INCRBY, then sends one MULTI/EXEC transaction packed with
-numpy (redis-py packs an argument in microseconds, and a Lua script pays up to a microsecond to
-receive one, more than a batch's millions of band records can afford): a Lua script that takes
-replaced documents out of their old shards (one GET and SET per shard) and APPENDs each shard's
-new records (one argument per shard; one script per 100,000 documents), then variadic ZADD /
-HSET commands for the documents and an INCR of ``P:epoch``. A reader never sees half a batch. A
-removal is one script.
+Writes are bounded pieces, so that Redis never holds other clients for long (a script that runs
+past ``busy-reply-threshold``, 5 s by default, has every other client answered ``BUSY``): each
+script and transaction of neardup touches at most a few thousand documents or shards and runs in
+tens of milliseconds (RESULTS.md section 17). Band records are only ever reached through an id,
+and a reader skips an id without a key, so the records of a document can go into the shards
+before it is stored and stay after it is gone. An insert reserves its ids with one INCRBY, then,
+``_ROUND_DOCS`` documents at a time, with commands packed by numpy:
 
-A lookup reads one snapshot in two round trips of plain commands: ``MGET P:epoch <shards>``
-(the shards of the distinct buckets), whose records the client matches against the buckets
+1. lists the round in ``P:dead`` (pending) and its documents' band keys in ``P:bands``, before
+   any record is written;
+2. APPENDs each shard's new records (scripts of at most ``_APPEND_SHARDS`` shards; a shard's
+   records go in one argument, as a script pays up to a microsecond per argument);
+3. stores the documents, ``_PIECE_DOCS`` per MULTI/EXEC: a script (``_LUA_INSERT``) takes the
+   documents of the replaced keys out (their keys, signatures, shingles and info deleted, their
+   ids listed in ``P:dead``), then variadic ZADD / HSET commands write the new ones and an INCR
+   raises ``P:epoch``. A reader sees a piece whole or not at all. Then the round's ``P:dead``
+   entry goes;
+4. sweeps the replaced documents' records out of the shards (``_sweep``: scripts of at most
+   ``_SWEEP_SHARDS`` shards that stop after about ``_SWEEP_BYTES`` read, each shard read and
+   written once per round, however many of its records go), then their ``P:dead`` and
+   ``P:bands`` entries.
+
+A removal is one script per ``_PIECE_DOCS`` keys (which takes the documents out as a piece
+takes replaced ones, and ZREMs their keys), then the sweep. A batch of one piece is all or
+nothing. A larger batch that fails or is killed part way leaves the pieces applied so far, whole
+documents each: a key holds its old document or its new one, never a mixture, and running the
+same insert (or removal) again completes it. The records that a killed writer left (pending, or
+of documents it took out but had not swept) stay listed in ``P:dead``, invisible; an insert or
+removal sweeps the entries older than ``_DEAD_AGE_S`` (a piece of a writer that stalled that long
+between its steps finds its round claimed or gone, and appends the records taken again).
+
+A lookup reads in two round trips of plain commands: ``MGET P:epoch <shards>`` (the shards of the
+distinct buckets, ``_MGET_SHARDS`` per MGET), whose records the client matches against the buckets
 (bytes.find for a few buckets, numpy for many), then ``HMGET`` of the ids' keys and signatures
-(and shingles) and ``GET P:epoch``. Every write raises the epoch in the step that makes it, so
-an unchanged epoch proves that no write came between the two reads; after a write, the lookup
+(and shingles) and ``GET P:epoch`` in one transaction. Every write raises the epoch in the step
+that makes it, so an unchanged epoch proves that no write came between the two reads, and the
+lookup read one snapshot. After a write, a lookup of up to ``_LOOKUP_SCRIPT_BYTES`` of shards
 runs again as one read-only script that does the same inside Redis (which costs the server
-about twice as much: a script pays to copy each shard in). The scripts build key names at run
-time, so the layout needs a single Redis server (not Redis Cluster).
+about twice as much: a script pays to copy each shard in); a larger one, whose script could
+hold the server for a second, keeps what it read: each document whole (its key, signature and
+shingles read in one step), but one written meanwhile may be missing from the rows it matches.
+:meth:`RedisStorage.get_signatures`, ``get_shingles`` and ``info`` read ``_FETCH_KEYS`` keys per
+script. The scripts build key names at run time, so the layout needs a single Redis server (not
+Redis Cluster).
 
 :meth:`RedisStorage.move_to` replaces the index under another prefix of the same database by this
 one in one script (the other's keys deleted, this one's renamed onto them, its epoch raised above
 both), and :meth:`RedisStorage.drop` deletes an index's keys: both name every key the layout can
-have, the nine above and the ``bands * 2048`` shards, so no key of another prefix is touched.
+have, those above but ``P:lock`` and the ``bands * 2048`` shards, so no key of another prefix is
+touched. They are the longest scripts neardup runs, bounded by the layout's number of keys
+whatever the index holds: UNLINK frees large hashes and sets off Redis's main thread, and RENAME
+moves a key without copying it. A move of a 600,000-document index of 32 bands (65,536 shards)
+took 0.29 s, a drop 0.15 s (RESULTS.md section 17).
 
-redis-py's default socket timeout (five seconds) is raised to ``_SOCKET_TIMEOUT_S``: a large batch
-keeps the server busy for seconds.
+The socket timeout is ``_SOCKET_TIMEOUT_S`` (30 s; redis-py 8's own is 5 s)
+and the connect timeout ``_CONNECT_TIMEOUT_S`` (5 s). The longest command neardup sends (a
+``move_to``) takes a fraction of a second, but a command may wait behind other clients' (many
+writers' pieces, or another program's slow command): 30 s leaves room for that, and a server
+that does not answer within it is down or stuck, which the error then says, naming the option.
+``?socket_timeout=S&socket_connect_timeout=S`` in the URL (or the options) set them.
 
 :meth:`RedisStorage.exclusive` is redis-py's ``Lock`` on ``P:lock``: every process and machine that
 opens the index through one server shares it. The key expires ``_LOCK_TIMEOUT_S`` after it was
@@ -104,11 +147,22 @@ from neardup.redaction import redact_url
 
 LAYOUT_VERSION = 2
 DEFAULT_PREFIX = "neardup"
-_CONNECT_TIMEOUT_S = 10.0
-_SOCKET_TIMEOUT_S = 300.0
+_CONNECT_TIMEOUT_S = 5.0
+_SOCKET_TIMEOUT_S = 30.0  # see the module docstring: neardup's longest command takes under 1 s
 _PAGE = 1000
-_DOC_CHUNK = 10_000  # documents per ZADD / HSET command of an insert
-_SCRIPT_DOCS = 100_000  # documents per insert script
+# A write is bounded scripts (RESULTS.md section 17): an insert goes in rounds of _ROUND_DOCS
+# documents, whose records go to the shards in scripts of at most _APPEND_SHARDS shards and
+# _APPEND_BYTES, then pieces of _PIECE_DOCS documents, each one script.
+_ROUND_DOCS = 50_000
+_APPEND_SHARDS = 1024
+_APPEND_BYTES = 8 << 20
+_PIECE_DOCS = 1000
+_SWEEP_SHARDS = 1024  # shards per sweep script
+_SWEEP_BYTES = 1 << 20  # a sweep script stops after reading about this much of the shards
+_DEAD_AGE_S = 600.0  # P:dead entries older than this were left by a writer that died: swept
+_MGET_SHARDS = 4096  # shards per MGET of a lookup
+_LOOKUP_SCRIPT_BYTES = 4 << 20  # a lookup that met a write reruns as one script up to this much
+_FETCH_KEYS = 10_000  # keys per read script of get_signatures / get_shingles / info
 _NUMPY_BUCKETS = 256  # a lookup of fewer buckets matches records with bytes.find, not numpy
 _SHARD_BITS = 11  # a band key's top bits pick its shard among its band's 2048
 _ID_BYTES = 5
@@ -126,7 +180,7 @@ _LUA_COMMON = """
 local prefix = ARGV[1]
 local k_docs, k_keys, k_sig = prefix .. 'docs', prefix .. 'keys', prefix .. 'sig'
 local k_shingles, k_bands, k_epoch = prefix .. 'shingles', prefix .. 'bands', prefix .. 'epoch'
-local k_info = prefix .. 'info'
+local k_info, k_dead = prefix .. 'info', prefix .. 'dead'
 
 -- the stored ones among ARGV[first..last] (document keys): those keys, their 5-byte ids and
 -- their places in ARGV
@@ -152,92 +206,210 @@ local function stored(first, last)
     return keys, ids, at
 end
 
--- takes stored documents (their ids) out of their shards, one GET and SET per shard, and
--- deletes their keys, signatures, band keys, shingles and info
-local function drop(ids)
-    local char, byte, sub, find, floor = string.char, string.byte, string.sub, string.find, math.floor
-    local pending, shards, n = {}, {}, 0  -- shard number -> its records to remove, concatenated
-    for lo = 1, #ids, 4000 do
-        local hi = math.min(lo + 3999, #ids)
+-- takes stored documents (their ids) out: deletes their keys, signatures, shingles and info
+-- and lists the ids in P:dead (scored by the time ``now``), their band keys staying in P:bands
+-- until a sweep has taken their records out of the shards; returns (id .. band keys) for those
+local function kill(ids, now)
+    local dead = {}
+    for lo = 1, #ids, 2000 do
+        local hi = math.min(lo + 1999, #ids)
         local bands = redis.call('HMGET', k_bands, unpack(ids, lo, hi))
+        local scored = {}
         for j = lo, hi do
-            local rec, id = bands[j - lo + 1], ids[j]
-            for band = 0, (rec and #rec / 8 or 0) - 1 do
-                local hi8, lo8 = byte(rec, 8 * band + 1, 8 * band + 2)
-                local shard = band * 65536 + hi8 * 256 + lo8 - lo8 % __LOW__
-                local records = pending[shard]
-                if not records then
-                    records = ''
-                    n = n + 1
-                    shards[n] = shard
-                end
-                pending[shard] = records .. sub(rec, 8 * band + 2, 8 * band + 8) .. id
+            local rec = bands[j - lo + 1]
+            if rec then
+                dead[#dead + 1] = ids[j] .. rec
+                scored[#scored + 1] = now
+                scored[#scored + 1] = ids[j]
             end
         end
-    end
-    local head = prefix .. 't:'
-    for i = 1, n do
-        local shard, records = shards[i], pending[shards[i]]
-        local name = head .. char(floor(shard / 16777216), floor(shard / 65536) % 256,
-                                  floor(shard / 256) % 256, shard % 256)
-        local blob = redis.call('GET', name)
-        for r = 1, #records, 12 do
-            local record, from = sub(records, r, r + 11), 1
-            while blob do
-                local at = find(blob, record, from, true)
-                if not at then break end
-                if at % 12 == 1 then
-                    blob = sub(blob, 1, at - 1) .. sub(blob, at + 12)
-                    break
-                end
-                from = at + 1
-            end
-        end
-        if blob == '' then
-            redis.call('DEL', name)
-        elseif blob then
-            redis.call('SET', name, blob)
-        end
-    end
-    for lo = 1, #ids, 4000 do
-        local hi = math.min(lo + 3999, #ids)
-        for _, hash in ipairs({k_keys, k_sig, k_bands, k_shingles, k_info}) do
+        if #scored > 0 then redis.call('ZADD', k_dead, unpack(scored)) end
+        for _, hash in ipairs({k_keys, k_sig, k_shingles, k_info}) do
             redis.call('HDEL', hash, unpack(ids, lo, hi))
         end
     end
+    return dead
 end
 """
-# a shard number keeps the top _SHARD_BITS of a band key's first two bytes, as _shards does
-_LUA_COMMON = _LUA_COMMON.replace("__LOW__", str(1 << (16 - _SHARD_BITS)))
 
-# First in an insert's transaction. ARGV: prefix, n, the batch's n keys, then (shard key, records)
-# per shard. Takes the stored ones among the keys out (the commands that follow replace their
-# P:docs entries), then appends the batch's records.
-_LUA_INSERT = (
-    _LUA_COMMON
-    + """
-local _, ids = stored(3, 2 + tonumber(ARGV[2]))
-drop(ids)
-for i = 3 + tonumber(ARGV[2]), #ARGV, 2 do
+# Appends records to shards. ARGV: (shard key, records) per shard.
+_LUA_APPEND = """
+for i = 1, #ARGV, 2 do
     redis.call('APPEND', ARGV[i], ARGV[i + 1])
 end
 return 0
 """
-)
 
-# ARGV: prefix, the keys to remove (distinct). Returns how many were stored.
+# First in a piece's transaction, whose commands then store its documents. ARGV: prefix, the
+# time, n, the round's P:dead marker, the piece's n keys, its b documents with band records:
+# their ids, then their band keys (b rows of 8 bytes a band, in one argument). Those records are
+# in the shards already (under ids without keys, which readers skip), listed in P:bands, and the
+# round's ids in P:dead by its marker (pending). If an orphan sweep has claimed the marker (score
+# 0) or taken it (the round waited longer than _DEAD_AGE_S), the records that sweep took are
+# appended again (a sweep leaves the records of an id that is live when it reaches their shard).
+# Takes the stored ones among the keys out (the commands that follow replace their P:docs
+# entries). Returns kill()'s list.
+_LUA_INSERT = (
+    _LUA_COMMON
+    + """
+local n = tonumber(ARGV[3])
+local first, last = 5 + n, #ARGV - 1
+local score = redis.call('ZSCORE', k_dead, ARGV[4])
+if (not score or tonumber(score) == 0) and last >= first then  -- swept: its records again
+    local bands, head = ARGV[#ARGV], prefix .. 't:'
+    local width = #bands / (last - first + 1)
+    for j = first, last do
+        local id = ARGV[j]
+        local row = string.sub(bands, width * (j - first) + 1, width * (j - first + 1))
+        for band = 0, width / 8 - 1 do
+            local hi8, lo8 = string.byte(row, 8 * band + 1, 8 * band + 2)
+            local top = lo8 - lo8 % __LOW__
+            local shard = head .. string.char(math.floor(band / 256), band % 256, hi8, top)
+            local record, from = string.sub(row, 8 * band + 2, 8 * band + 8) .. id, 1
+            local blob = redis.call('GET', shard) or ''
+            while true do
+                local p = string.find(blob, record, from, true)
+                if not p or p % 12 == 1 then
+                    if not p then redis.call('APPEND', shard, record) end
+                    break
+                end
+                from = p + 1
+            end
+        end
+        redis.call('HSET', k_bands, id, row)
+    end
+end
+local _, old = stored(5, 4 + n)
+return kill(old, ARGV[2])
+"""
+).replace("__LOW__", str(1 << (16 - _SHARD_BITS)))
+
+# ARGV: prefix, the time, the keys to remove (distinct). Returns {how many were stored, the
+# P:dead members}.
 _LUA_REMOVE = (
     _LUA_COMMON
     + """
-local keys, ids = stored(2, #ARGV)
-drop(ids)
+local keys, ids = stored(3, #ARGV)
+local dead = kill(ids, ARGV[2])
 for lo = 1, #keys, 4000 do
     redis.call('ZREM', k_docs, unpack(keys, lo, math.min(lo + 3999, #keys)))
 end
 if #keys > 0 then redis.call('INCR', k_epoch) end
-return #keys
+return {#keys, dead}
 """
 )
+
+# Takes dead documents' records out of their shards. ARGV: prefix, a budget (bytes), the ids
+# (5 bytes each, concatenated) whose records to leave if they are live (entries that this sweep
+# did not just make: see RedisStorage._sweep), then (shard key, records to take out, in the
+# order of their ids) per shard. Each shard is read and written once: its records found with
+# string.find (all at once where they are one run, as the records of documents inserted together
+# and taken out together are), the spans between them joined. Stops after the shard that takes
+# the bytes read past the budget and returns how many shards it did. Changes nothing that a
+# reader sees: the records name ids without keys, which lookups skip.
+_LUA_SWEEP = """
+local sub, find, concat = string.sub, string.find, table.concat
+local prefix, budget, guarded = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local live, any_live = {}, false
+if #guarded > 0 then
+    local ids = {}
+    for i = 1, #guarded, 5 do ids[#ids + 1] = sub(guarded, i, i + 4) end
+    for lo = 1, #ids, 4000 do
+        local hi = math.min(lo + 3999, #ids)
+        local got = redis.call('HMGET', prefix .. 'keys', unpack(ids, lo, hi))
+        for j = lo, hi do
+            if got[j - lo + 1] then
+                live[ids[j]] = true
+                any_live = true
+            end
+        end
+    end
+end
+local cost, done = 0, 0
+for i = 4, #ARGV, 2 do
+    if cost > budget then break end
+    local name, records = ARGV[i], ARGV[i + 1]
+    local blob = redis.call('GET', name)
+    local rest
+    if blob then
+        cost = cost + #blob + 1024
+        -- records appended together and taken out together are one run: one find
+        local from = 1
+        while not any_live and #records > 12 do
+            local p = find(blob, records, from, true)
+            if not p then break end
+            if p % 12 == 1 then
+                rest = sub(blob, 1, p - 1) .. sub(blob, p + #records)
+                break
+            end
+            from = p + 1
+        end
+    end
+    if blob and not rest then
+        local at, n = {}, 0
+        for r = 1, #records, 12 do
+            local record = sub(records, r, r + 11)
+            if not (any_live and live[sub(record, 8, 12)]) then
+                local from = 1
+                while true do
+                    local p = find(blob, record, from, true)
+                    if not p then break end
+                    if p % 12 == 1 then
+                        n = n + 1
+                        at[n] = p
+                        break
+                    end
+                    from = p + 1
+                end
+            end
+        end
+        if n > 0 then
+            table.sort(at)
+            local parts, last = {}, 1
+            for k = 1, n do
+                parts[k] = sub(blob, last, at[k] - 1)
+                last = math.max(last, at[k] + 12)
+            end
+            parts[n + 1] = sub(blob, last)
+            rest = concat(parts)
+        end
+    end
+    if rest == '' then
+        redis.call('DEL', name)
+    elseif rest then
+        redis.call('SET', name, rest)
+    end
+    done = done + 1
+end
+return done
+"""
+
+# After a sweep. ARGV: prefix, P:dead entries (ids, or a round's marker once its ids are swept).
+# Takes them out of P:dead, and out of P:bands the ids that are not live (the ids of a round, or
+# of an entry left by an earlier neardup's drop, can be).
+_LUA_FORGET = """
+local prefix = ARGV[1]
+for lo = 2, #ARGV, 4000 do
+    local hi = math.min(lo + 3999, #ARGV)
+    local live = redis.call('HMGET', prefix .. 'keys', unpack(ARGV, lo, hi))
+    local gone = {}
+    for j = lo, hi do
+        if not live[j - lo + 1] then gone[#gone + 1] = ARGV[j] end
+    end
+    if #gone > 0 then redis.call('HDEL', prefix .. 'bands', unpack(gone)) end
+    redis.call('ZREM', prefix .. 'dead', unpack(ARGV, lo, hi))
+end
+return 0
+"""
+
+# Opening an index. ARGV: prefix, the layout version. Writes the layout if there is none (a new
+# index), then deletes a P:dead that an earlier neardup's drop, which did not know it, left
+# behind: it names ids that the new index will hand out again. Returns the layout.
+_LUA_OPEN = """
+local prefix = ARGV[1]
+if redis.call('SET', prefix .. 'layout', ARGV[2], 'NX') then redis.call('UNLINK', prefix .. 'dead') end
+return redis.call('GET', prefix .. 'layout')
+"""
 
 # Read only. ARGV: prefix, a hash ('sig' or 'shingles'), document keys. Returns {1 or 0 per key:
 # stored or not, the hash's value per key (false where none)}.
@@ -339,10 +511,13 @@ return {found, ids, keys, call('HMGET', present, 1, c, prefix .. 'sig'), sh}
 # bands and 'replace' or not. drop deletes the keys of the index under P; move deletes those under
 # Q, renames P's onto them and sets Q's epoch above both old ones (a reader between two round trips
 # sees a change), and returns 0; without 'replace' an index under Q that holds documents stays,
-# and move returns how many.
+# and move returns how many. Its work is one call per key name of the layout (bands * 2048 shards
+# and eleven others), whatever the index holds: UNLINK frees large hashes and sets off the main
+# thread, and RENAME moves a key without copying it.
 _LUA_KEYS = """
-local char, floor, fmt = string.char, math.floor, string.format
-local names = {'layout', 'settings', 'seq', 'epoch', 'docs', 'keys', 'sig', 'shingles', 'bands', 'info'}
+local char, floor, fmt, find = string.char, math.floor, string.format, string.find
+local names = {'layout', 'settings', 'seq', 'epoch', 'docs', 'keys', 'sig', 'shingles', 'bands', 'info',
+               'dead'}
 local function keys_of(prefix, bands)
     local out = {}
     for i, name in ipairs(names) do out[i] = prefix .. name end
@@ -358,7 +533,7 @@ local function keys_of(prefix, bands)
 end
 local function delete(keys)
     for lo = 1, #keys, 4000 do
-        redis.call('DEL', unpack(keys, lo, math.min(lo + 3999, #keys)))
+        redis.call('UNLINK', unpack(keys, lo, math.min(lo + 3999, #keys)))
     end
 end
 local from = keys_of(ARGV[2], tonumber(ARGV[3]))
@@ -376,7 +551,10 @@ local epoch = math.max(tonumber(redis.call('GET', target .. 'epoch')) or 0,
 delete(keys_of(target, tonumber(ARGV[5])))
 local to = keys_of(target, tonumber(ARGV[3]))
 for i = 1, #from do
-    if redis.call('EXISTS', from[i]) == 1 then redis.call('RENAME', from[i], to[i]) end
+    local moved = redis.pcall('RENAME', from[i], to[i])  -- one call: most shards exist
+    if type(moved) == 'table' and moved.err and not find(moved.err, 'no such key', 1, true) then
+        return redis.error_reply(moved.err)
+    end
 end
 redis.call('SET', target .. 'epoch', fmt('%d', epoch + 1))
 return 0
@@ -391,8 +569,12 @@ class _Script:
         self.sha = hashlib.sha1(self.source).hexdigest().encode()
 
 
+_OPEN = _Script(_LUA_OPEN)
 _INSERT = _Script(_LUA_INSERT)
+_APPEND = _Script(_LUA_APPEND)
 _REMOVE = _Script(_LUA_REMOVE)
+_SWEEP = _Script(_LUA_SWEEP)
+_FORGET = _Script(_LUA_FORGET)
 _FETCH = _Script(_LUA_FETCH)
 _LOOKUP = _Script(_LUA_LOOKUP)
 _KEYS = _Script(_LUA_KEYS)
@@ -466,6 +648,26 @@ def _interleave(first: Sequence[bytes], second: Sequence[bytes]) -> bytes:
     return b"".join(itertools.chain.from_iterable(zip(first, second, strict=True)))
 
 
+def _pairs(names: Sequence[bytes], blobs: Sequence[bytes]) -> bytes:
+    """(name, blob) argument pairs, packed."""
+    return b"".join(
+        [b"$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(a), a, len(b), b) for a, b in zip(names, blobs, strict=True)]
+    )
+
+
+def _spans(sizes: Sequence[int], count: int, size: int) -> Iterator[tuple[int, int]]:
+    """Consecutive (lo, hi) spans of the items of ``sizes``, each of at most ``count`` items and
+    (unless it is one item) ``size`` in total."""
+    lo, total = 0, 0
+    for i, s in enumerate(sizes):
+        if i > lo and (i - lo >= count or total + s > size):
+            yield lo, i
+            lo, total = i, 0
+        total += s
+    if lo < len(sizes):
+        yield lo, len(sizes)
+
+
 def _split_prefix(url: str) -> tuple[str, str]:
     """``(url without the prefix parameter, key prefix ending in ':')``."""
     parts = urlsplit(url)
@@ -517,6 +719,7 @@ class RedisStorage:
             ) from exc
         self._redis_error: type[Exception] = redis.exceptions.RedisError
         self._response_error: type[Exception] = redis.exceptions.ResponseError
+        self._timeout_error: type[Exception] = redis.exceptions.TimeoutError
         self._no_script: type[Exception] = redis.exceptions.NoScriptError
         self._lock_not_owned: type[Exception] = redis.exceptions.LockNotOwnedError
         connect_url, prefix = _split_prefix(url)
@@ -533,6 +736,7 @@ class RedisStorage:
         self._k_bands = p + b"bands"
         self._k_epoch = p + b"epoch"
         self._k_info = p + b"info"
+        self._k_dead = p + b"dead"
         self._k_lock = p + b"lock"
         self._section = ExclusiveSection(self._url, self._lock_enter, self._lock_leave)
         self._held: tuple[Any, threading.Event, threading.Thread] | None = None  # see _lock_enter
@@ -565,18 +769,22 @@ class RedisStorage:
 
     @contextmanager
     def _errors(self, action: str) -> Iterator[None]:
-        """Translate redis-py errors into StorageError naming the URL."""
+        """Translate redis-py errors into StorageError naming the URL (and, for a timeout, the
+        option that sets it)."""
         try:
             yield
         except self._redis_error as exc:
-            raise StorageError(f"{self._url}: {action} failed: {exc}") from exc
+            hint = ""
+            if isinstance(exc, self._timeout_error):
+                option = "socket_connect_timeout" if "connect" in str(exc).lower() else "socket_timeout"
+                seconds = self._client.connection_pool.connection_kwargs.get(option)
+                within = f"within {seconds:g} s" if isinstance(seconds, int | float) else "in time"
+                hint = f" (no answer {within}; the {option} option, as in ?{option}=60, sets it)"
+            raise StorageError(f"{self._url}: {action} failed: {exc}{hint}") from exc
 
     def _check_layout(self) -> None:
         with self._errors("opening the index"):
-            pipe = self._client.pipeline(transaction=True)
-            pipe.set(self._k_layout, str(LAYOUT_VERSION), nx=True)
-            pipe.get(self._k_layout)
-            found = pipe.execute()[1]
+            found = self._run(_OPEN, 2, _bulks([self._prefix_bytes, b"%d" % LAYOUT_VERSION]))
         if found != str(LAYOUT_VERSION).encode():
             advice = "use another prefix or upgrade neardup"
             if found == b"1":
@@ -604,10 +812,11 @@ class RedisStorage:
     def _encode(keys: Sequence[str]) -> list[bytes]:
         return [k.encode() for k in keys]
 
-    def _send(self, parts: list[bytes], replies: int) -> list[Any]:
+    def _send(self, parts: list[bytes], replies: int, *, raise_errors: bool = True) -> list[Any]:
         """Send packed commands (``parts`` concatenated: a few large parts, as each is one
         sendall); read their ``replies``. Every reply is read before the first error reply is
-        raised, so the connection stays usable.
+        raised (or, without ``raise_errors``, returned in its place), so the connection stays
+        usable.
 
         The storage keeps one connection of redis-py's pool for this, behind a lock: taking one
         from the pool and giving it back for each call costs more than a lookup's own work.
@@ -632,7 +841,7 @@ class RedisStorage:
             except BaseException:
                 conn.disconnect()  # the next call reconnects
                 raise
-        if error is not None:
+        if error is not None and raise_errors:
             raise error
         return out
 
@@ -697,6 +906,15 @@ class RedisStorage:
         eligible: np.ndarray | None = None,
         shingle_counts: np.ndarray | None = None,
     ) -> None:
+        """Add a batch; a key already stored is replaced. The batch is stored in pieces of at most
+        ``_PIECE_DOCS`` documents, each one script: a reader sees all of a piece or none of it,
+        and other clients' commands run between pieces (see the module docstring).
+
+        A batch of one piece is all or nothing. A larger one that fails or is killed part way
+        leaves the pieces that were applied stored (after a kill, its first ones), each document
+        whole: a key holds its old document or its new one, never a mixture. The same insert run
+        again completes it, as inserting a stored key replaces it.
+        """
         mask = check_batch(keys, signatures, band_keys, shingles, eligible)
         n = len(keys)
         info = np.empty(n, dtype=_INFO)
@@ -706,7 +924,7 @@ class RedisStorage:
         info["inserted_at"] = time.time()
         sigs = np.ascontiguousarray(signatures, dtype="<u4").view(np.uint8).reshape(n, -1)
         bands = np.ascontiguousarray(band_keys, dtype=np.uint64)
-        key_recs = [_bulk(k) for k in self._encode(keys)]
+        encoded = self._encode(keys)
         with self._errors("inserting documents"):
             top = int(self._client.incrby(self._k_seq, n))  # a failed insert leaves a gap: harmless
         if top > _MAX_ID:
@@ -715,38 +933,151 @@ class RedisStorage:
                 "allows; rebuild it under another prefix"
             )
         ids = np.arange(top - n + 1, top + 1, dtype=np.uint64)
-        # One script per _SCRIPT_DOCS documents keeps each command's size and Lua heap bounded;
-        # MULTI/EXEC makes them one step. Scripts go by their text: an EVALSHA that the server
-        # lacks would fail inside EXEC only, after the commands before it had run.
-        parts = [_command([b"MULTI"])]
-        scripts = 0
-        for lo in range(0, n, _SCRIPT_DOCS):
-            hi = min(n, lo + _SCRIPT_DOCS)
-            part = np.flatnonzero(mask[lo:hi]) + lo
-            shard_args, shards = self._shard_args(ids[part], bands[part])
-            parts += [
-                _head(5 + (hi - lo) + 2 * shards, b"EVAL", _INSERT.source, b"0", self._prefix_bytes),
-                _bulk(b"%d" % (hi - lo)),
-                b"".join(key_recs[lo:hi]),
-                shard_args,
-            ]
-            scripts += 1
-        doc_parts, doc_commands = self._doc_commands(key_recs, ids, sigs, bands, mask, shingles, info)
-        parts += [*doc_parts, _command([b"INCR", self._k_epoch]), _command([b"EXEC"])]
+        for lo in range(0, n, _ROUND_DOCS):
+            hi = min(n, lo + _ROUND_DOCS)
+            round_shingles = None if shingles is None else shingles[lo:hi]
+            self._insert_round(
+                encoded[lo:hi],
+                ids[lo:hi],
+                sigs[lo:hi],
+                bands[lo:hi],
+                mask[lo:hi],
+                round_shingles,
+                info[lo:hi],
+            )
+
+    def _insert_round(
+        self,
+        keys: list[bytes],
+        ids: np.ndarray,
+        sigs: np.ndarray,
+        bands: np.ndarray,
+        mask: np.ndarray,
+        shingles: Sequence[np.ndarray] | None,
+        info: np.ndarray,
+    ) -> None:
+        """Store up to ``_ROUND_DOCS`` documents: list the round in ``P:dead`` (pending) and
+        their band keys in ``P:bands``, append their records to the shards (scripts of at most
+        ``_APPEND_SHARDS`` shards and ``_APPEND_BYTES``), store the documents ``_PIECE_DOCS`` at
+        a time (each piece one transaction), take the round out of ``P:dead``, then sweep the
+        records of the documents they replaced."""
+        n = len(keys)
+        now = b"%.3f" % time.time()
+        rows = np.flatnonzero(mask)
+        marker = _big_endian(ids[[0, -1]], _ID_BYTES).tobytes()  # the round's first and last ids
+        id_recs = _fixed(_big_endian(ids, _ID_BYTES))  # the ids as RESP bulk strings, by numpy
+        band_raw = _big_endian(bands.ravel()).reshape(n, -1)  # as P:bands holds them
+        names, blobs = self._shard_records(ids[rows], bands[rows])
+        key_recs = [_bulk(k) for k in keys]
+        id_raw, id_width = id_recs.tobytes(), id_recs.shape[1]
+        id_list = [id_raw[i * id_width : (i + 1) * id_width] for i in range(n)]
+        scores = [_bulk(b"%d" % i) for i in ids.tolist()]
+        sig_pairs = np.concatenate([id_recs, _fixed(sigs)], axis=1)
+        info_pairs = np.concatenate([id_recs, _fixed(info.view(np.uint8).reshape(n, -1))], axis=1)
+        band_pairs = np.concatenate([id_recs[rows], _fixed(band_raw[rows])], axis=1)
+        shingle_recs = (
+            None
+            if shingles is None
+            else [_bulk(np.ascontiguousarray(s, dtype="<u8").tobytes()) for s in shingles]
+        )
         with self._errors("inserting documents"):
-            replies = self._send(parts, 3 + scripts + doc_commands)
+            if rows.size:  # first: a writer killed from here on leaves no record unlisted
+                pending = [
+                    _command([b"ZADD", self._k_dead, now, marker]),
+                    *(
+                        part
+                        for lo in range(0, rows.size, 2000)
+                        for part in (
+                            _head(2 + 2 * len(band_pairs[lo : lo + 2000]), b"HSET", self._k_bands),
+                            band_pairs[lo : lo + 2000].tobytes(),
+                        )
+                    ),
+                ]
+                self._send(pending, 1 + (len(pending) - 1) // 2)
+            # Scripts go by their text: a pipeline of EVALSHA would fail part way if the server
+            # lacked one. Every append must have worked before a piece stores a document.
+            appends = [
+                part
+                for lo, hi in _spans([len(b) for b in blobs], _APPEND_SHARDS, _APPEND_BYTES)
+                for part in (
+                    _head(3 + 2 * (hi - lo), b"EVAL", _APPEND.source, b"0"),
+                    _pairs(names[lo:hi], blobs[lo:hi]),
+                )
+            ]
+            if appends:
+                self._send(appends, len(appends) // 2)
+            parts: list[bytes] = []
+            execs: list[int] = []  # the place of each piece's EXEC reply
+            replies_due = 0
+            for lo in range(0, n, _PIECE_DOCS):
+                hi = min(n, lo + _PIECE_DOCS)
+                banded = slice(*np.searchsorted(rows, [lo, hi]).tolist())  # its documents' places in rows
+                m, b = hi - lo, banded.stop - banded.start
+                doc_parts, commands = self._doc_commands(
+                    [
+                        (self._k_docs, _interleave(scores[lo:hi], key_recs[lo:hi]), m, b"ZADD"),
+                        (self._k_keys, _interleave(id_list[lo:hi], key_recs[lo:hi]), m, b"HSET"),
+                        (self._k_sig, sig_pairs[lo:hi].tobytes(), m, b"HSET"),
+                        (self._k_info, info_pairs[lo:hi].tobytes(), m, b"HSET"),
+                        *(
+                            []
+                            if shingle_recs is None
+                            else [
+                                (
+                                    self._k_shingles,
+                                    _interleave(id_list[lo:hi], shingle_recs[lo:hi]),
+                                    m,
+                                    b"HSET",
+                                )
+                            ]
+                        ),
+                    ]
+                )
+                parts += [
+                    _command([b"MULTI"]),
+                    _head(
+                        8 + m + b, b"EVAL", _INSERT.source, b"0", self._prefix_bytes, now, b"%d" % m, marker
+                    ),
+                    b"".join(key_recs[lo:hi]),
+                    b"".join(id_list[i] for i in rows[banded].tolist()),
+                    _bulk(band_raw[rows[banded]].tobytes()),
+                    *doc_parts,
+                    _command([b"INCR", self._k_epoch]),
+                    _command([b"EXEC"]),
+                ]
+                replies_due += 3 + commands + 1
+                execs.append(replies_due - 1)
+            out = self._send(parts, replies_due, raise_errors=False)
         # a command that fails inside EXEC does not undo the others; only keys of another type
         # under the prefix can make one fail, and then the index needs rebuilding anyway
-        failed = [r for r in replies[-1] if isinstance(r, Exception)]
-        if failed:
-            raise StorageError(f"{self._url}: inserting documents failed: {failed[0]}")
+        done = [out[i] for i in execs if isinstance(out[i], list)]  # an aborted EXEC is an error
+        failed = [r for r in out if isinstance(r, Exception)]
+        failed += [r for reply in done for r in reply if isinstance(r, Exception)]
+        dead = [m for reply in done if isinstance(reply[0], list) for m in reply[0]]
+        with self._errors("taking replaced documents out of the band tables"):
+            if rows.size and not failed:  # every piece stored: nothing pending is left
+                self._send([_command([b"ZREM", self._k_dead, marker])], 1)
+            self._sweep(dead)
+            self._sweep_orphans()
+        if failed:  # the pieces that did not fail are stored; the others' records, swept later
+            raise StorageError(f"{self._url}: inserting documents failed: {failed[0]}") from failed[0]
 
-    def _shard_args(self, ids: np.ndarray, bands: np.ndarray) -> tuple[bytes, int]:
-        """The insert script's (shard key, records) arguments for documents ``ids`` (uint64[m])
-        with band keys ``bands`` (uint64[m, bands]), packed; and how many shards they fill."""
+    @staticmethod
+    def _doc_commands(fields: Sequence[tuple[bytes, bytes, int, bytes]]) -> tuple[list[bytes], int]:
+        """Variadic commands (hash or zset, its packed (field, value) pairs, how many, the
+        command), packed; and how many there are (none for no pairs)."""
+        parts: list[bytes] = []
+        for key, pairs, count, command in fields:
+            if count:
+                parts += [_head(2 + 2 * count, command, key), pairs]
+        return parts, len(parts) // 2
+
+    def _shard_records(self, ids: np.ndarray, bands: np.ndarray) -> tuple[list[bytes], list[bytes]]:
+        """The band records of documents ``ids`` (uint64[m]) with band keys ``bands``
+        (uint64[m, bands]), by shard: the shards' key names, in order, and their records."""
         m, width = bands.shape
         if m == 0 or width == 0:
-            return b"", 0
+            return [], []
         shards = _shards(bands).ravel()
         # two stable uint16 sorts (radix sorts) by the low then the high 16 bits: shards < 2**32
         order = np.argsort((shards & 0xFFFF).astype(np.uint16), kind="stable")
@@ -759,63 +1090,65 @@ class RedisStorage:
         starts = np.flatnonzero(np.diff(shards, prepend=-1))
         ends = np.append(starts[1:], shards.size)
         names = [row.tobytes() for row in _shard_names(self._prefix_bytes + b"t:", shards[starts])]
-        packed = b"".join(
-            [
-                b"$%d\r\n%s\r\n$%d\r\n%s\r\n"
-                % (len(name), name, _RECORD * (hi - lo), raw[_RECORD * lo : _RECORD * hi])
-                for name, lo, hi in zip(names, starts.tolist(), ends.tolist(), strict=True)
-            ]
-        )
-        return packed, starts.size
+        blobs = [
+            raw[_RECORD * lo : _RECORD * hi] for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True)
+        ]
+        return names, blobs
 
-    def _doc_commands(
-        self,
-        key_recs: list[bytes],
-        ids: np.ndarray,
-        sigs: np.ndarray,
-        bands: np.ndarray,
-        mask: np.ndarray,
-        shingles: Sequence[np.ndarray] | None,
-        info: np.ndarray,
-    ) -> tuple[list[bytes], int]:
-        """The ZADD / HSET commands that store the documents, and how many they are."""
-        n = len(key_recs)
-        id_recs = _fixed(_big_endian(ids, _ID_BYTES))
-        by_id = _fixed(sigs)  # (id, signature) argument pairs, packed by numpy
-        sig_pairs = np.concatenate([id_recs, by_id], axis=1)
-        info_pairs = np.concatenate([id_recs, _fixed(info.view(np.uint8).reshape(n, -1))], axis=1)
-        band_pairs = np.concatenate([id_recs, _fixed(_big_endian(bands.ravel()).reshape(n, -1))], axis=1)
-        id_raw, id_width = id_recs.tobytes(), id_recs.shape[1]
-        scores = [_bulk(b"%d" % i) for i in ids.tolist()]
-        parts: list[bytes] = []
-        commands = 0
-        for lo in range(0, n, _DOC_CHUNK):
-            hi = min(n, lo + _DOC_CHUNK)
-            argc = 2 + 2 * (hi - lo)
-            chunk_keys = key_recs[lo:hi]
-            rows = np.flatnonzero(mask[lo:hi]) + lo
-            parts += [
-                _head(argc, b"ZADD", self._k_docs),
-                _interleave(scores[lo:hi], chunk_keys),
-                _head(argc, b"HSET", self._k_keys),
-                _interleave([id_raw[i * id_width : (i + 1) * id_width] for i in range(lo, hi)], chunk_keys),
-                _head(argc, b"HSET", self._k_sig),
-                sig_pairs[lo:hi].tobytes(),
-                _head(argc, b"HSET", self._k_info),
-                info_pairs[lo:hi].tobytes(),
-            ]
-            commands += 4
-            if rows.size:
-                parts += [_head(2 + 2 * rows.size, b"HSET", self._k_bands), band_pairs[rows].tobytes()]
-                commands += 1
-            if shingles is not None:
-                blobs = [_bulk(np.ascontiguousarray(s, dtype="<u8").tobytes()) for s in shingles[lo:hi]]
-                parts += [
-                    _head(argc, b"HSET", self._k_shingles),
-                    _interleave([id_raw[i * id_width : (i + 1) * id_width] for i in range(lo, hi)], blobs),
+    def _sweep(self, dead: Sequence[bytes], *, guard: bool = False) -> None:
+        """Take the band records of dead documents out of their shards, then their ``P:dead``
+        and ``P:bands`` entries (``dead``: a 5-byte id then the document's band keys, each).
+
+        Scripts of at most ``_SWEEP_SHARDS`` shards, each stopping once it has read about
+        ``_SWEEP_BYTES`` of them, so that none runs long; every shard is rewritten once per
+        sweep, however many of its records go. ``guard`` leaves the records of ids that are
+        live, for entries that this neardup did not just make (see ``_LUA_SWEEP``). A sweep cut
+        short leaves the entries, and a later one (``_sweep_orphans``) does it again: taking out
+        a record that is gone already does nothing.
+        """
+        if not dead:
+            return
+        for width in sorted({len(m) for m in dead}):  # one width per index; kept apart if not
+            members = [m for m in dead if len(m) == width]
+            rows = np.frombuffer(b"".join(members), dtype=np.uint8).reshape(len(members), width)
+            ids = _void_values(np.ascontiguousarray(rows[:, :_ID_BYTES]).view(f"V{_ID_BYTES}").ravel())
+            order = np.argsort(ids, kind="stable")  # a shard's records in id order: as appended
+            bands = np.ascontiguousarray(rows[order, _ID_BYTES:]).view(">u8").astype(np.uint64)
+            names, blobs = self._shard_records(ids[order], bands)
+            guarded = rows[:, :_ID_BYTES].tobytes() if guard else b""
+            head = _bulks([self._prefix_bytes, b"%d" % _SWEEP_BYTES, guarded])
+            at = 0
+            while at < len(names):
+                hi = min(len(names), at + _SWEEP_SHARDS)
+                args = head + _pairs(names[at:hi], blobs[at:hi])
+                at += int(self._run(_SWEEP, 3 + 2 * (hi - at), args))
+            raw_ids = rows[:, :_ID_BYTES].tobytes()
+            for lo in range(0, len(members), 4000):
+                chunk = [
+                    raw_ids[i * _ID_BYTES : (i + 1) * _ID_BYTES]
+                    for i in range(lo, min(lo + 4000, len(members)))
                 ]
-                commands += 1
-        return parts, commands
+                self._run(_FORGET, 1 + len(chunk), _bulks([self._prefix_bytes, *chunk]))
+
+    def _sweep_orphans(self) -> None:
+        """Sweep the ``P:dead`` entries older than ``_DEAD_AGE_S``, which a writer that died
+        or lost the server part way left: each claimed first (its score set to 0), then the
+        records of its ids (a round's: those not stored) taken out, then the entry."""
+        cutoff = b"%.3f" % (time.time() - _DEAD_AGE_S)
+        while True:
+            ids = self._client.zrangebyscore(self._k_dead, b"-inf", cutoff, start=0, num=_PIECE_DOCS)
+            if not ids:
+                return
+            # claimed first (score 0): a stalled round that then finds its marker so appends again
+            self._client.zadd(self._k_dead, dict.fromkeys(ids, 0), xx=True)
+            for marker in [i for i in ids if len(i) == 2 * _ID_BYTES]:  # a round's first and last ids
+                lo, hi = int.from_bytes(marker[:_ID_BYTES], "big"), int.from_bytes(marker[_ID_BYTES:], "big")
+                ids += [i.to_bytes(_ID_BYTES, "big") for i in range(lo, hi + 1)]
+            bands = self._client.hmget(self._k_bands, ids)
+            self._sweep([i + b for i, b in zip(ids, bands, strict=True) if b is not None], guard=True)
+            if None in bands:  # no band keys: nothing to sweep
+                lost = [i for i, b in zip(ids, bands, strict=True) if b is None]
+                self._run(_FORGET, 1 + len(lost), _bulks([self._prefix_bytes, *lost]))
 
     def lookup(
         self, band_keys: np.ndarray, *, shingles: bool = False, mask: np.ndarray | None = None
@@ -839,8 +1172,11 @@ class RedisStorage:
             buckets, inverse = np.unique(buckets, return_inverse=True)
             shards, shards_at = np.unique(buckets["shard"], return_index=True)
         with self._errors("looking up candidates"):
-            found = self._lookup_plain(buckets, shards, shards_at, shingles, per_bucket=m > 1)
-            if found is None:  # a write came between the two round trips
+            found, same, read = self._lookup_plain(buckets, shards, shards_at, shingles, per_bucket=m > 1)
+            # A write came between the two round trips: a small lookup runs again as one script,
+            # one snapshot; a large one keeps what it read (each document whole, see the module
+            # docstring), as its script would hold the server for long.
+            if not same and read <= _LOOKUP_SCRIPT_BYTES and shards.size <= _MGET_SHARDS:
                 found = self._lookup_script(buckets, shards, shards_at, shingles, per_bucket=m > 1)
         hit_bucket, hit_id, raw_keys, sigs, sets = found
         present = [i for i, k in enumerate(raw_keys) if isinstance(k, bytes)]
@@ -881,37 +1217,50 @@ class RedisStorage:
 
     def _lookup_plain(
         self, buckets: np.ndarray, shards: np.ndarray, first: np.ndarray, shingles: bool, *, per_bucket: bool
-    ) -> _Found | None:
-        """Look the buckets up in two round trips of plain commands; None if a write came
-        between them. ``buckets`` are distinct (shard, band key) pairs sorted by shard, ``shards``
-        the distinct shards and ``first`` where each one's buckets start; ``per_bucket`` asks for
-        each hit's bucket (one row needs only the ids).
+    ) -> tuple[_Found, bool, int]:
+        """Look the buckets up in two round trips of plain commands: what they found, whether
+        they read one state, and the bytes of shards read. ``buckets`` are distinct (shard, band
+        key) pairs sorted by shard, ``shards`` the distinct shards and ``first`` where each one's
+        buckets start; ``per_bucket`` asks for each hit's bucket (one row needs only the ids).
 
-        The first round trip reads the epoch with the shards, in one command; the second reads
-        the ids' keys and signatures, then the epoch again: every write raises the epoch in the
-        step that makes it, so an unchanged epoch proves that both read one state.
+        The first round trip reads the epoch with the shards (MGETs of at most ``_MGET_SHARDS``
+        shards, the first with the epoch); the second reads the ids' keys, signatures (and
+        shingles) and the epoch again in one transaction. Every write raises the epoch in the
+        step that makes it, so an unchanged epoch proves that both read one state; otherwise each
+        document found is still whole, read in one step, and a document written meanwhile may be
+        missing from some of the rows it matches.
         """
-        names = _fixed(_shard_names(self._prefix_bytes + b"t:", shards)).tobytes()
-        read = _head(2 + shards.size, b"MGET", self._k_epoch) + names
-        epoch, *blobs = self._send([read], 1)[0]
-        blobs = [b or b"" for b in blobs]
+        names = _fixed(_shard_names(self._prefix_bytes + b"t:", shards))
+        reads = [
+            _head(
+                1 + (lo == 0) + len(names[lo : lo + _MGET_SHARDS]),
+                b"MGET",
+                *([self._k_epoch] if lo == 0 else []),
+            )
+            + names[lo : lo + _MGET_SHARDS].tobytes()
+            for lo in range(0, len(names), _MGET_SHARDS)
+        ]
+        replies = self._send(reads, len(reads))
+        epoch = replies[0][0]
+        blobs = [b or b"" for b in itertools.chain(replies[0][1:], *replies[1:])]
+        read = sum(map(len, blobs))
         hits = (
             self._match_few(buckets, first, blobs, per_bucket=per_bucket)
             if len(buckets) < _NUMPY_BUCKETS
             else self._match_many(buckets, shards, first, blobs)
         )
-        if hits is None:
-            return None
+        if hits is None:  # (2**-64) two buckets that numpy cannot tell apart
+            hits = self._match_few(buckets, first, blobs, per_bucket=per_bucket)
         hit_bucket, hit_id, ids = hits
         if not ids:
-            return hit_bucket, hit_id, [], [], [] if shingles else None
+            return (hit_bucket, hit_id, [], [], [] if shingles else None), True, read
         packed_ids = _bulks(ids)
         hashes = [self._k_keys, self._k_sig, *([self._k_shingles] if shingles else [])]
         parts = [part for h in hashes for part in (_head(2 + len(ids), b"HMGET", h), packed_ids)]
-        raw_keys, sigs, *rest = self._send([*parts, _command([b"GET", self._k_epoch])], len(hashes) + 1)
-        if rest[-1] != epoch:
-            return None
-        return hit_bucket, hit_id, raw_keys, sigs, rest[0] if shingles else None
+        wrapped = [_command([b"MULTI"]), *parts, _command([b"GET", self._k_epoch]), _command([b"EXEC"])]
+        raw_keys, sigs, *rest = self._send(wrapped, len(hashes) + 3)[-1]
+        found = (hit_bucket, hit_id, raw_keys, sigs, rest[0] if shingles else None)
+        return found, rest[-1] == epoch, read
 
     @staticmethod
     def _match_few(
@@ -1000,14 +1349,27 @@ class RedisStorage:
             set_list[i] = sets[j] if shingles else None
         return hit_bucket, hit_id, raw_keys, sig_list, set_list if shingles else None
 
+    def _read(self, keys: Sequence[str], hash_name: bytes, action: str) -> tuple[list[int], list[Any]]:
+        """For each key, 1 if it is stored (else 0) and its value in ``P:<hash_name>`` (by its
+        id): ``_LUA_FETCH`` scripts of at most ``_FETCH_KEYS`` keys, each key's flag and value
+        read in one step."""
+        encoded = self._encode(keys)
+        stored: list[int] = []
+        values: list[Any] = []
+        with self._errors(action):
+            for lo in range(0, len(encoded), _FETCH_KEYS):
+                chunk = encoded[lo : lo + _FETCH_KEYS]
+                flags, got = self._run(
+                    _FETCH, 2 + len(chunk), _bulks([self._prefix_bytes, hash_name, *chunk])
+                )
+                stored += flags
+                values += got
+        return stored, values
+
     def _fetch(self, keys: Sequence[str], hash_name: bytes, action: str) -> list[Any]:
         """Each key's value in ``P:<hash_name>`` (by its id), None where there is none;
         ``KeyError`` names a key that is not stored."""
-        encoded = self._encode(keys)
-        with self._errors(action):
-            stored, values = self._run(
-                _FETCH, 2 + len(encoded), _bulks([self._prefix_bytes, hash_name, *encoded])
-            )
+        stored, values = self._read(keys, hash_name, action)
         if not all(stored):
             key = next(k for k, s in zip(keys, stored, strict=True) if not s)
             raise KeyError(f"no document with key {key!r} in {self._url}")
@@ -1029,11 +1391,7 @@ class RedisStorage:
     def info(self, keys: Sequence[str]) -> list[DocumentInfo | None]:
         if not keys:
             return []
-        encoded = self._encode(keys)
-        with self._errors("reading document info"):
-            stored, values = self._run(
-                _FETCH, 2 + len(encoded), _bulks([self._prefix_bytes, b"info", *encoded])
-            )
+        stored, values = self._read(keys, b"info", "reading document info")
         out: list[DocumentInfo | None] = []
         for key, flag, value in zip(keys, stored, values, strict=True):
             if not flag:
@@ -1047,12 +1405,26 @@ class RedisStorage:
         return out
 
     def remove(self, keys: Sequence[str]) -> int:
+        """Remove the keys that are stored; return how many were. Up to ``_PIECE_DOCS`` keys are
+        one script, all or nothing; more go in pieces of that many, one after another, so a
+        removal that fails part way leaves its first pieces removed (the same removal run again
+        finishes it). The band records go afterwards, as for :meth:`insert`."""
         unique = self._encode(list(dict.fromkeys(keys)))
         if not unique:
             return 0
+        removed = 0
+        dead: list[bytes] = []
+        now = b"%.3f" % time.time()
         with self._errors("removing documents"):
-            removed = self._run(_REMOVE, 1 + len(unique), _bulks([self._prefix_bytes, *unique]))
-        return int(removed)
+            for lo in range(0, len(unique), _PIECE_DOCS):
+                piece = unique[lo : lo + _PIECE_DOCS]
+                count, members = self._run(_REMOVE, 2 + len(piece), _bulks([self._prefix_bytes, now, *piece]))
+                removed += int(count)
+                dead += members
+        with self._errors("taking removed documents out of the band tables"):
+            self._sweep(dead)
+            self._sweep_orphans()
+        return removed
 
     def contains(self, key: str) -> bool:
         with self._errors("looking up a key"):

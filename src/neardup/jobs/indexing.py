@@ -1,4 +1,5 @@
-"""Adding a corpus to an index, in all-or-nothing chunks."""
+"""Adding a corpus to an index, in all-or-nothing chunks (on Redis, in all-or-nothing pieces of
+each chunk: a run killed part way is completed by running it again)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ from neardup.io import Corpus
 from neardup.pipeline import Progress
 
 INSERT_CHUNK = 50_000
-"""Rows per all-or-nothing batch added to an index."""
+"""Rows per batch added to an index (all or nothing, or on Redis in pieces)."""
 
 
 def index_corpus(index: LSHIndex, corpus: Corpus, progress: Progress | None = None) -> int:
     """Insert every row of ``corpus`` under its id (as a string), ``INSERT_CHUNK`` rows at a
-    time, each chunk whole or not at all; return how many. ``progress("index", done, total)``."""
+    time, each chunk whole or not at all (on Redis, each piece of it); return how many.
+    ``progress("index", done, total)``."""
     keys: list[str] = corpus.table.column(corpus.id_column).cast(pa.string()).to_pylist()
     texts = corpus.table.column(corpus.text_column)
     n = len(keys)
