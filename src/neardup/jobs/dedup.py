@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from neardup.config import DedupConfig
 from neardup.errors import ConfigError
+from neardup.index import LSHIndex
 from neardup.index.opening import open_index
 from neardup.io import Corpus, ReadOptions, expand_inputs, read_corpus
 from neardup.io._common import WholeReadNeededError
@@ -224,30 +225,26 @@ def _run_engine(job: DedupJob, events: RunEvents) -> dict[str, Any]:
         job.against, settings=job.settings, create=job.update_index, readonly=not job.update_index
     ) as index:
         config = _with_run_options(index.settings.to_config(), job.settings)
-        corpus, seconds = _load(job)
-        try:
-            return in_memory(
-                corpus,
-                config=config,
-                job=job,
-                memory_limit=limit,
-                events=events,
-                read_seconds=seconds,
-                index=index,
-                watch=MemoryWatch(limit),
-            )
-        except MemoryLimitError as exc:
+        done = _in_memory(job, config, limit, events, MemoryWatch(limit), index=index)
+        if isinstance(done, str):
             raise ConfigError(
-                f"{exc}; a run against an index is held in memory: raise memory_limit, or "
+                f"{done}; a run against an index is held in memory: raise memory_limit, or "
                 "deduplicate the inputs in parts against the index"
-            ) from None
+            )
+        return done
 
 
 def _in_memory(
-    job: DedupJob, config: DedupConfig, limit: int, events: RunEvents, watch: MemoryWatch | None
+    job: DedupJob,
+    config: DedupConfig,
+    limit: int,
+    events: RunEvents,
+    watch: MemoryWatch | None,
+    *,
+    index: LSHIndex | None = None,
 ) -> dict[str, Any] | str:
-    """The run in memory's summary, or why it stopped at the memory limit (having written
-    nothing): it holds the corpus, let go on return."""
+    """The run in memory's summary (against ``index`` when given), or why it stopped at the
+    memory limit (having written nothing): it holds the corpus, let go on return."""
     corpus, seconds = _load(job)
     try:
         return in_memory(
@@ -257,6 +254,7 @@ def _in_memory(
             memory_limit=limit,
             events=events,
             read_seconds=seconds,
+            index=index,
             watch=watch,
         )
     except MemoryLimitError as exc:
