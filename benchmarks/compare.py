@@ -78,6 +78,9 @@ import numpy as np
 
 from common import machine_info, markdown_table
 from corpus import (
+    DUPLICATE_HEAVY_KINDS,
+    NEGATIVE_KINDS,
+    ORIGINAL,
     Record,
     Scores,
     default_corpus_path,
@@ -462,6 +465,23 @@ def real_records(lang: str, n: int, *, seed: int, path: Path) -> list[Record]:
     return plant(originals, seed=seed, variants_per_doc=variants, dup_fraction=dup_fraction)
 
 
+def duplicate_heavy_records(n: int, *, seed: int, path: Path) -> list[Record]:
+    """English and Chinese originals, each with two variants of the ten kinds in turn
+    (exact copies, typos, rewordings, boilerplate around the text, reformatting, full-width
+    forms and accents, reordered sentences, long 80-90% copies, and the two negatives: 20-30%
+    copies inside other text, heavy rewordings): about ``n`` rows, about half of them
+    near-duplicates of another row; the whole shared corpus gives about 94,000 rows. The
+    negatives' other text is drawn from the corpus's vocabulary, so no original is held back."""
+    originals = load_originals(path)
+    want = math.ceil(n / 3)
+    if want < len(originals):
+        originals = [originals[i] for i in sorted(random.Random(seed).sample(range(len(originals)), want))]
+    donors: list[Record] = []
+    return plant(
+        originals, seed=seed, variants_per_doc=2, dup_fraction=1.0, kinds=DUPLICATE_HEAVY_KINDS, donors=donors
+    )
+
+
 def write_corpus(records: Sequence[Record], path: Path) -> None:
     """The corpus (``id``, ``text``) and its answer (``id``, ``group``, ``kind``, ``parent``)."""
     with path.open("w", encoding="utf-8") as fh:
@@ -495,6 +515,13 @@ def build_corpus(args: argparse.Namespace, workdir: Path) -> Corpus:
     if args.corpus == "synthetic":
         records = synthetic_records(args.docs, args.dup_fraction, args.corpus_seed)
         name = f"synthetic English-like, ~300 words, {args.dup_fraction:.0%} near-duplicates"
+    elif args.corpus == "duplicate-heavy":
+        records = duplicate_heavy_records(args.docs, seed=args.corpus_seed, path=args.corpus_file)
+        positives = sum(r["kind"] not in (ORIGINAL, *NEGATIVE_KINDS) for r in records)
+        name = (
+            f"duplicate-heavy real English and Chinese texts: {positives / len(records):.0%} of rows "
+            "near-duplicates of another (exact copies, edits, boilerplate, long partial copies)"
+        )
     else:
         lang = args.corpus.removeprefix("real-")
         records = real_records(lang, args.docs, seed=args.corpus_seed, path=args.corpus_file)
@@ -882,7 +909,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         description=(__doc__ or "").split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
     add = ap.add_argument
-    add("--corpus", choices=("synthetic", "real-en", "real-zh"), default="synthetic", help="corpus to build")
+    add(
+        "--corpus",
+        choices=("synthetic", "duplicate-heavy", "real-en", "real-zh"),
+        default="synthetic",
+        help="corpus to build (duplicate-heavy: English and Chinese, about half near-duplicates)",
+    )
     add("--docs", type=int, default=100_000, help="documents to build (real corpora: at most what they give)")
     add("--dup-fraction", type=float, default=0.1, help="synthetic: share of near-duplicates (default: 0.1)")
     add("--corpus-file", type=Path, default=default_corpus_path(), help="the shared real texts (gzip JSONL)")

@@ -45,6 +45,9 @@ ALL_KINDS: tuple[str, ...] = (
 )
 NEGATIVE_KINDS: frozenset[str] = frozenset({"partial_small", "rewording_heavy"})
 """Kinds made from an original that must not be found as its duplicates."""
+DUPLICATE_HEAVY_KINDS: tuple[str, ...] = ("exact", *ALL_KINDS)
+"""The kinds of a duplicate-heavy corpus: every kind, and verbatim copies as well (exact
+copies are what crawls hold most of; the quality sweeps leave them out, being trivial)."""
 ORIGINAL = "original"
 
 
@@ -469,7 +472,13 @@ def partial_small(text: str, ctx: _Ctx) -> str:
     return ctx.filler.take(before) + sep + part + sep + ctx.filler.take(other - before)
 
 
+def exact(text: str, ctx: _Ctx) -> str:
+    """The document copied verbatim."""
+    return text
+
+
 TRANSFORMS: dict[str, Callable[[str, _Ctx], str]] = {
+    "exact": exact,
     "typos": typos,
     "rewording": rewording,
     "boilerplate": boilerplate,
