@@ -524,8 +524,11 @@ def shared_in_blocks(
     return _in_blocks(left, right, counts, shingle_sets_of, intersection_pairs)
 
 
-VERIFY_PAIRS = 4096
-"""Candidate pairs verified at a time: only their documents' shingle sets are held."""
+VERIFY_PAIRS = 1 << 16
+"""Candidate pairs verified at a time: only their documents' shingle sets are held. Large, so
+that a block is bounded by ``VERIFY_SHINGLES`` and its documents' text is read in few calls
+(a JSON parse of a few thousand lines costs several times more per byte than one of tens of
+thousands, and a component cut by a block end has documents made twice)."""
 VERIFY_SHINGLES = 1 << 22
 """At most this many shingles (8 bytes each) in the documents of one verification block,
 however long the documents are (a pair heavier than this is a block of its own)."""
@@ -650,10 +653,10 @@ def _gather(chunks: list[TextBatch], firsts: np.ndarray, docs: np.ndarray) -> Te
     return TextBatch(data, np.ascontiguousarray(offsets))
 
 
-GATHER_ROWS = 4096
+GATHER_ROWS = 1 << 15
 """Documents whose text verification gathers at a time (from the chunks of a column, or from
 ``texts_of`` in :func:`find_duplicates_in_passes`)."""
-GATHER_SHINGLES = 1 << 21
+GATHER_SHINGLES = 1 << 22
 """At most this many shingles in the documents gathered at a time (a few bytes of text each),
 so that long documents are gathered fewer at a time."""
 

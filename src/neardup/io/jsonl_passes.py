@@ -21,9 +21,7 @@ read whole, with that reader's errors and skipped records. A file that changes b
 
 from __future__ import annotations
 
-import io
 import itertools
-import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -49,6 +47,7 @@ from neardup.io.inputs import (
 from neardup.io.json_array import array_layout
 from neardup.io.jsonl import STREAM_BLOCK_SIZE, open_blocks, slow_path_reason
 from neardup.io.jsonl_lines import LineWriter
+from neardup.io.spans import read_ranges
 from neardup.io.writers import OutputDir
 
 SCAN_BYTES = 16 << 20
@@ -293,13 +292,14 @@ class JsonlPasses:
         if spans.shape[0] == 0:
             return pa.array([], pa.string())
         with open(self.path, "rb", buffering=0) as fh:
-            fd = fh.fileno()
-            data = b"\n".join(os.pread(fd, int(e - s), int(s)) for s, e in spans.tolist())
+            data = read_ranges(fh.fileno(), spans)
+        if data is None:
+            raise self._changed()
         field = self._read_schema.field(self.text_column)
         parse = pj.ParseOptions(explicit_schema=pa.schema([field]), unexpected_field_behavior="ignore")
         read = pj.ReadOptions(block_size=max(STREAM_BLOCK_SIZE, self._longest + 2))  # parsed in parallel
         try:
-            table = pj.read_json(io.BytesIO(data), read_options=read, parse_options=parse)
+            table = pj.read_json(pa.BufferReader(pa.py_buffer(data)), read_options=read, parse_options=parse)
         except pa.ArrowInvalid as exc:
             raise self._changed() from exc
         if table.num_rows != spans.shape[0]:
