@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neardup.cli import main
 from neardup.errors import InputError
@@ -137,3 +139,22 @@ def test_line_count_is_the_record_lines_whatever_the_chunks(tmp_path: Path, data
         for at in range(0, len(data), size):
             count.add(data[at : at + size])
         assert count.lines == want, size
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.lists(
+        st.sampled_from([b"{", b"}", b" ", b"\t", b"\n", b"\r", b"\x0b", b"ab", b"\n\n"]), max_size=80
+    ),
+    bom=st.booleans(),
+    size=st.integers(1, 40),
+)
+def test_line_count_agrees_with_the_lines_that_hold_a_byte(data: list[bytes], bom: bool, size: int) -> None:
+    from neardup.io.jsonl import LineCount
+
+    raw = (b"\xef\xbb\xbf" if bom else b"") + b"".join(data) * 3
+    want = sum(1 for line in raw.removeprefix(b"\xef\xbb\xbf").split(b"\n") if line.strip())
+    count = LineCount()
+    for at in range(0, len(raw), size):
+        count.add(raw[at : at + size])
+    assert count.lines == want

@@ -7,7 +7,8 @@ clusters stages and the JSON escaping of the outputs. :func:`start_if_cold` star
 neardup.warm``, which compiles into numba's on-disk cache, on another core, the tokeniser's
 helpers that its compile reaches late (:func:`compile_tokeniser_helpers`), the later stages'
 kernels (:func:`compile_later_stages`, by running them on a few made-up signatures and shingle
-sets) and the JSON escaping (:func:`compile_output_kernels`); this process, compiling the
+sets), the JSON escaping (:func:`compile_output_kernels`) and the input's line kernels
+(:func:`compile_input_kernels`); this process, compiling the
 tokeniser meanwhile, loads each of them from the cache when it gets there.
 
 Nothing depends on the child: if it fails, is slow, or finds the cache warm, this process
@@ -69,6 +70,7 @@ def load_kernels_and_release_compiler() -> None:
         MinHasher().signatures_with_counts(encode_texts(["load the tokeniser"]), parallel=False)
         compile_later_stages()
         compile_output_kernels()
+        compile_input_kernels()
     except Exception:  # the run loads or compiles them itself when it gets there
         return
     compiler_pages.release()
@@ -153,7 +155,23 @@ def compile_output_kernels() -> None:
     splice_lines(record, none[:1], ends, record, none, record, none, np.empty(2 * record.size, np.uint8))
 
 
+def compile_input_kernels() -> None:
+    """Count the record lines of a few bytes of JSON Lines (the whole-file reader), and read two
+    lines of a file by their byte ranges (verification in passes)."""
+    import tempfile
+
+    from neardup.io.jsonl import LineCount
+    from neardup.io.spans import read_ranges
+
+    LineCount().add(b'{"a": 1}\n\n{"a": 2}\n')
+    with tempfile.TemporaryFile() as fh:
+        fh.write(b'{"a": 1}\n{"a": 2}\n')
+        fh.flush()
+        read_ranges(fh.fileno(), np.array([[0, 8], [9, 17]], dtype=np.int64))
+
+
 if __name__ == "__main__":  # pragma: no cover (run as a child process)
     compile_tokeniser_helpers()
     compile_later_stages()
     compile_output_kernels()
+    compile_input_kernels()
