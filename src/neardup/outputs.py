@@ -15,15 +15,18 @@ persistent index (ids become strings and ``matched_index`` marks what the index 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
+from types import TracebackType
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from neardup.core.clusters import Clusters
-from neardup.core.jit import threads
+from neardup.core.jit import set_threads, threads
 from neardup.core.lsh import Buckets
 from neardup.io.page_cache import release_mapped
 from neardup.io.writers import OutputDir, json_texts
@@ -87,17 +90,12 @@ def build_tables(table: pa.Table, id_column: str, result: DedupResult) -> dict[s
         .append_column("cluster_id", pa.array(cl.cluster[dup_positions], pa.int64()))
     )
 
-    groups = result.groups()
-    sizes = np.array([len(g) for g in groups], dtype=np.int64)
-    offsets = np.zeros(len(groups) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    flat = np.concatenate(groups).astype(np.int64) if groups else np.empty(0, np.int64)
-    reps = np.array([g[0] for g in groups], dtype=np.int64)
+    flat, offsets = cluster_lists(cl)
     clusters = pa.table(
         {
-            "cluster_id": pa.array(np.arange(len(groups), dtype=np.int64)),
-            "size": pa.array(sizes),
-            "representative": _ids_at(ids, reps),
+            "cluster_id": pa.array(np.arange(offsets.size - 1, dtype=np.int64)),
+            "size": pa.array(np.diff(offsets)),
+            "representative": _ids_at(ids, flat[offsets[:-1]]),
             "members": _id_lists(ids, offsets, flat),
         }
     )
@@ -165,34 +163,30 @@ def against_tables(table: pa.Table, id_column: str, result: AgainstResult) -> di
         .append_column("matched_index", pa.array(matched[dup]))
     )
 
-    groups = []
-    for members in cl.groups():
-        r = int(cl.representative[members[0]])
-        groups.append([r] + [int(x) for x in members if x != r])
-    sizes = np.array([len(g) for g in groups], dtype=np.int64)
-    offsets = np.zeros(len(groups) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    flat = np.concatenate(groups).astype(np.int64) if groups else np.empty(0, np.int64)
+    flat, offsets = cluster_lists(cl)
     clusters = pa.table(
         {
-            "cluster_id": pa.array(np.arange(len(groups), dtype=np.int64)),
-            "size": pa.array(sizes),
-            "representative": ids_at(np.array([g[0] for g in groups], dtype=np.int64)),
+            "cluster_id": pa.array(np.arange(offsets.size - 1, dtype=np.int64)),
+            "size": pa.array(np.diff(offsets)),
+            "representative": ids_at(flat[offsets[:-1]]),
             "members": id_lists(offsets, flat),
         }
     )
 
     pairs, im = result.batch.pairs, result.matches
-    slot = {k: i for i, k in enumerate(result.index_keys)}
-    key_nodes = np.fromiter((slot[k] for k in im.key), np.int64, len(im))
-    kinds = ["exact" if pairs.exact else "estimated"] * len(pairs)
-    kinds += ["exact" if im.exact else "estimated"] * len(im)
+    key_nodes = _positions(pa.array(im.key, pa.string()), nodes.slice(0, m))
+    kinds = pa.concat_arrays(
+        [
+            pa.repeat(pa.scalar("exact" if pairs.exact else "estimated", pa.string()), len(pairs)),
+            pa.repeat(pa.scalar("exact" if im.exact else "estimated", pa.string()), len(im)),
+        ]
+    )
     candidate_pairs = pa.table(
         {
             "id_a": ids_at(np.concatenate((pairs.left + m, im.row + m))),
             "id_b": ids_at(np.concatenate((pairs.right + m, key_nodes))),
             "jaccard": pa.array(np.round(np.concatenate((pairs.jaccard, im.similarity)), 6)),
-            "jaccard_kind": pa.array(kinds, pa.string()),
+            "jaccard_kind": kinds,
             "estimated_jaccard": pa.array(np.round(np.concatenate((pairs.estimated, im.estimated)), 6)),
             "matched_index": pa.array(np.arange(len(pairs) + len(im)) >= len(pairs)),
         }
@@ -208,6 +202,15 @@ def against_tables(table: pa.Table, id_column: str, result: AgainstResult) -> di
         "candidate_pairs": candidate_pairs,
         "lsh_buckets": lsh_buckets,
     }
+
+
+def _positions(keys: pa.Array, known: pa.Array) -> np.ndarray:
+    """The position in ``known`` (distinct values) of each of ``keys``, all of which it holds."""
+    found = pc.index_in(keys, value_set=known)
+    if found.null_count:
+        raise RuntimeError("a matched key is not among the index keys")
+    positions: np.ndarray = found.to_numpy(zero_copy_only=False).astype(np.int64)
+    return positions
 
 
 # -- the same tables a slice at a time, for corpora larger than memory ----------------------------
@@ -253,16 +256,24 @@ def _slices(offsets: np.ndarray, max_items: int) -> Iterator[tuple[int, int]]:
         lo = hi
 
 
-def cluster_tables(ids: pa.Array, clusters: Clusters, *, max_items: int) -> Iterator[pa.Table]:
-    """The ``clusters`` table of :func:`build_tables` in slices (at least one, maybe empty)."""
+def cluster_lists(clusters: Clusters) -> tuple[np.ndarray, np.ndarray]:
+    """Each cluster's members, as ``DedupResult.groups()`` lists them (its representative first,
+    then the others in input order; clusters in id order), without a loop per cluster: the
+    members back to back, and ``offsets`` (cluster ``c`` is ``members[offsets[c]:offsets[c + 1]]``)."""
     members = np.flatnonzero(clusters.cluster >= 0)
     cl = clusters.cluster[members]
-    # each cluster's representative first, then the others in input order, as DedupResult.groups()
     order = np.lexsort((members, members != clusters.representative[members], cl))
-    members, cl = members[order], cl[order]
-    sizes = np.bincount(cl, minlength=clusters.n_clusters).astype(np.int64)
+    members, cl = members[order].astype(np.int64), cl[order]
+    sizes = np.bincount(cl, minlength=clusters.n_clusters)
     offsets = np.zeros(sizes.size + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
+    return members, offsets
+
+
+def cluster_tables(ids: pa.Array, clusters: Clusters, *, max_items: int) -> Iterator[pa.Table]:
+    """The ``clusters`` table of :func:`build_tables` in slices (at least one, maybe empty)."""
+    members, offsets = cluster_lists(clusters)
+    sizes = np.diff(offsets)
     reps = members[offsets[:-1]]
     for lo, hi in _slices(offsets, max_items):
         a, b = int(offsets[lo]), int(offsets[hi])
@@ -368,7 +379,9 @@ def write_outputs(
     ``inputs`` are the input rows in order (``schema`` is theirs), ``ids`` every row's id;
     ``annotated``, ``deduped`` and ``duplicates`` are written in pieces of ``piece_rows``
     input rows (and at most about ``piece_bytes`` bytes, if given), the others in slices of
-    about ``max_items`` values, so no whole output table is held.
+    about ``max_items`` values, so no whole output table is held. With more than one kernel
+    thread, the three files of row tables are written side by side and the other three beside
+    them (:class:`GraphTables`).
     """
     report = progress or (lambda stage, done, total: None)
     clusters = result.clusters
@@ -381,9 +394,14 @@ def write_outputs(
     start = 0
     report("write", 0, rows)
     # Formatting a piece (JSON escaping, CSV and Parquet encoding) and writing it release the
-    # GIL: with more than one worker the three files are written side by side, each in order.
+    # GIL: with more than one worker the three files are written side by side, each in order,
+    # their kernels on as many threads as this thread's (numba's count is per thread).
     workers = min(len(_ROW_TABLES), threads())
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with (
+        ThreadPoolExecutor(workers, initializer=set_threads, initargs=(threads(),)) as pool,
+        GraphTables(target, fmt, ids=ids, result=result, max_items=max_items) as graph,
+    ):  # (an error stops the graph tables before the pool waits for its threads)
+        graph.start(pool)  # on one of the pool's threads
         writing: list[Future[None]] = []  # the previous piece's writes, while this one is made
         for table in table_pieces(inputs, piece_rows, piece_bytes):
             # in JSON Lines the input columns are escaped once for all three tables
@@ -403,7 +421,85 @@ def write_outputs(
             report("write", start, rows)
         for done in writing:
             done.result()
-    write_graph_tables(target, fmt, ids=ids, result=result, max_items=max_items)
+
+
+class GraphTables:
+    """``clusters``, ``candidate_pairs`` and ``lsh_buckets`` (:func:`write_graph_tables`) written
+    while the ``with`` block writes the row tables: on another thread from :meth:`start` on,
+    when the kernels have more than one thread (building, formatting and writing a slice release
+    the GIL for most of their time); at the block's end with one, or if the block never calls
+    :meth:`start`.
+
+    The block opens the row tables' files before it calls :meth:`start`, so the files are opened,
+    and named in the commit record, in the same order either way. An error in the block stops the
+    tables before their next slice and propagates once they have stopped: nothing is left
+    writing into the staging folder when :class:`~neardup.io.OutputDir` removes it. An error in
+    writing them is raised when the block ends (before :class:`~neardup.io.OutputDir` commits
+    anything); the block's own error wins over it.
+    """
+
+    def __init__(
+        self, target: OutputDir, fmt: str, *, ids: pa.Array, result: DedupResult, max_items: int
+    ) -> None:
+        self._target, self._fmt, self._ids, self._result = target, fmt, ids, result
+        self._max_items = max_items
+        self._stop = threading.Event()
+        self._started = False
+        self._own: ThreadPoolExecutor | None = None
+        self._writing: Future[None] | None = None
+
+    def __enter__(self) -> GraphTables:
+        return self
+
+    def start(self, pool: Executor | None = None) -> None:
+        """Begin writing the tables beside the block, with more than one kernel thread: on one of
+        ``pool``'s threads (the block's own writers, whose memory allocator's arenas they then
+        share rather than adding one of their own), else on a thread of their own. Once."""
+        if self._started:
+            return
+        self._started = True
+        count = threads()
+        if count <= 1:
+            return
+        if pool is None:
+            pool = self._own = ThreadPoolExecutor(1, thread_name_prefix="neardup-write-graph")
+        self._writing = pool.submit(self._run, count)
+
+    def _run(self, count: int) -> None:
+        set_threads(count)
+        self._write(self._stop.is_set)
+
+    def _write(self, stopped: Callable[[], bool]) -> None:
+        _write_graph_tables(
+            self._target,
+            self._fmt,
+            ids=self._ids,
+            result=self._result,
+            max_items=self._max_items,
+            stopped=stopped,
+        )
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        writing, self._writing = self._writing, None
+        error: BaseException | None = None
+        if writing is not None:
+            if exc_type is not None:
+                self._stop.set()
+            wait([writing])
+            error = writing.exception()
+            if self._own is not None:
+                self._own.shutdown()
+        if exc_type is not None:
+            return
+        if error is not None:
+            raise error
+        if writing is None:
+            self._write(lambda: False)
 
 
 def write_graph_tables(
@@ -411,6 +507,19 @@ def write_graph_tables(
 ) -> None:
     """Write ``clusters``, ``candidate_pairs`` and ``lsh_buckets`` into ``target`` in slices of about
     ``max_items`` values (``ids`` is every row's id)."""
+    _write_graph_tables(target, fmt, ids=ids, result=result, max_items=max_items, stopped=lambda: False)
+
+
+def _write_graph_tables(
+    target: OutputDir,
+    fmt: str,
+    *,
+    ids: pa.Array,
+    result: DedupResult,
+    max_items: int,
+    stopped: Callable[[], bool],
+) -> None:
+    """:func:`write_graph_tables`, returning early once ``stopped()`` (checked before each slice)."""
     for name, pieces in (
         ("clusters", cluster_tables(ids, result.clusters, max_items=max_items)),
         ("candidate_pairs", pair_tables(ids, result.pairs, max_items=max_items)),
@@ -418,8 +527,13 @@ def write_graph_tables(
     ):
         if not target.wants(name):
             continue
+        if stopped():
+            return
         first = next(pieces)
         writer = target.open_table(name, fmt, first.schema)
         writer.write(first)
-        for piece in pieces:
+        del first
+        while not stopped() and (piece := next(pieces, None)) is not None:
             writer.write(piece)
+            del piece
+            pa.default_memory_pool().release_unused()  # the slice's, before the next one is made

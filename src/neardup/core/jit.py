@@ -55,6 +55,13 @@ def threads() -> int:
     return int(numba.get_num_threads())
 
 
+def set_threads(count: int) -> None:
+    """Let the kernels called from this thread use ``count`` threads (at most numba's default).
+    numba keeps the count per thread, and a new thread starts with the default, not with the
+    count of the thread that started it: a thread that runs kernels for another sets it first."""
+    numba.set_num_threads(count)
+
+
 _pool: tuple[ThreadPoolExecutor, int, int] | None = None  # the pool, its size, its process
 _pool_lock = threading.Lock()
 

@@ -138,15 +138,27 @@ class LineWriter:
         self.id_column = id_column
         self.generated = generated
 
-    def write(self, target: OutputDir, progress: Callable[[str, int, int], None] | None = None) -> None:
+    def write(
+        self,
+        target: OutputDir,
+        progress: Callable[[str, int, int], None] | None = None,
+        *,
+        opened: Callable[[], object] | None = None,
+    ) -> None:
         """Write the three tables into ``target``, calling ``progress("write", rows_done, rows)``
-        after each piece. Raises :class:`~neardup.errors.InputError` if a line is no longer a JSON
-        object (the file changed)."""
+        after each piece, and ``opened()`` once their files are open, before the first piece (or
+        at once, when none is chosen): what else writes into ``target`` may start there, its files
+        opened after these. Raises :class:`~neardup.errors.InputError` if a line is no longer a
+        JSON object (the file changed)."""
         report = progress or (lambda stage, done, total: None)
         rows = self.spans.shape[0]
         if not any(target.wants(name) for name in _NAMES):
+            if opened is not None:
+                opened()
             return  # no row table chosen: the file is not read again
         writers = {name: target.open_table(name, "jsonl", pa.schema([])) for name in _NAMES}
+        if opened is not None:
+            opened()
         report("write", 0, rows)
         with open(self.path, "rb", buffering=0) as fh, ThreadPoolExecutor(max_workers=1) as pool:
             writing: Future[None] | None = None  # the previous piece, written while this one is made

@@ -308,17 +308,23 @@ class JsonlPasses:
         return text
 
     def write_rows(
-        self, target: OutputDir, clusters: Clusters, progress: Callable[[str, int, int], None] | None = None
+        self,
+        target: OutputDir,
+        clusters: Clusters,
+        progress: Callable[[str, int, int], None] | None = None,
+        *,
+        opened: Callable[[], object] | None = None,
     ) -> None:
         """Write ``annotated``, ``deduped`` and ``duplicates`` as JSON Lines into ``target`` from the
-        file's own lines (:class:`~neardup.io.jsonl_lines.LineWriter`), after the first pass."""
+        file's own lines (:class:`~neardup.io.jsonl_lines.LineWriter`, which calls ``opened()``
+        once their files are open), after the first pass."""
         self._unchanged()
         if self.ids is None:
             raise RuntimeError("call first_pass() before write_rows()")
         writer = LineWriter(
             self.path, self.spans, self.ids, clusters, self.id_column, self.options.id_column is None
         )
-        writer.write(target, progress)
+        writer.write(target, progress, opened=opened)
         self._unchanged()
 
     def _shaped(self, table: pa.Table, first_row: int) -> pa.Table:

@@ -168,7 +168,7 @@ def in_passes(
     anything) for a file that must be read whole, and with ``watch``
     :class:`~neardup.memory.MemoryLimitError` as :func:`in_memory` does."""
     from neardup.engines.source import prefetched
-    from neardup.outputs import table_pieces, write_graph_tables, write_outputs
+    from neardup.outputs import GraphTables, table_pieces, write_outputs
     from neardup.pipeline import arrow_to_batch, arrow_to_batches, find_duplicates_in_passes
 
     t0 = time.perf_counter()
@@ -207,8 +207,9 @@ def in_passes(
     t_write = time.perf_counter()
     with output_dir(job, passes.sources, fmt) as target:
         if not passes.all_columns:  # JSON Lines out: the records as spelled, columns spliced in
-            passes.write_rows(target, result.clusters, events.progress)
-            write_graph_tables(target, fmt, ids=passes.ids, result=result, max_items=WRITE_ITEMS)
+            # the other three tables are written beside them, once their files are open
+            with GraphTables(target, fmt, ids=passes.ids, result=result, max_items=WRITE_ITEMS) as graph:
+                passes.write_rows(target, result.clusters, events.progress, opened=graph.start)
         else:
             write_outputs(
                 target,
