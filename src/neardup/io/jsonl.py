@@ -83,8 +83,8 @@ def json_source(path: Path, fmt: Format) -> Source:
 
 class LineCount:
     """The lines of a byte stream that hold something other than white space (JSON Lines'
-    record lines: what :func:`_record_lines` numbers), counted a chunk at a time by one
-    compiled pass: a line that holds a byte is skipped to its newline eight bytes at a time."""
+    record lines: what :func:`_record_lines` numbers), counted a chunk at a time by a compiled
+    kernel (:func:`count_record_lines`)."""
 
     def __init__(self) -> None:
         self._state = np.zeros(2, dtype=np.int64)  # lines ended that held a byte; the current one does
@@ -116,8 +116,8 @@ def count_record_lines(data: np.ndarray, filled: np.ndarray, state: np.ndarray) 
     is (such lines ended so far, whether the line in progress is one).
 
     Where no newline is followed by white space and the first byte holds something (JSON Lines
-    as written), every line ending here holds a record: the newlines are counted in one loop the
-    compiler vectorises. Otherwise the lines are looked at byte by byte."""
+    as written), every line ending here holds a record: one branch-free loop counts the newlines
+    and the newlines followed by white space. Otherwise the lines are looked at byte by byte."""
     n = data.size
     newlines = 0
     blank = 0

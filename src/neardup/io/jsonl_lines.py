@@ -13,7 +13,6 @@ compiled copy of bytes.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from neardup.core.clusters import Clusters
 from neardup.core.jit import in_threads, kernel, threads
 from neardup.errors import InputError
 from neardup.io._jsontext import text
+from neardup.io.spans import read_exactly
 from neardup.io.writers import OutputDir, TableWriter, value_texts
 
 PIECE_BYTES = 2 << 20
@@ -188,8 +188,7 @@ class LineWriter:
         base = int(spans[0, 0])
         size = int(spans[-1, 1]) - base
         buf = np.empty(size, np.uint8)
-        got = os.preadv(fd, [buf.data], base)
-        if got != size:
+        if not read_exactly(fd, buf, base):
             raise self._changed()
         cl = self.clusters
         outputs = splice_rows(

@@ -64,24 +64,22 @@ def read_ranges(fd: int, spans: np.ndarray) -> np.ndarray | None:
     firsts = _runs(starts, ends, READ_THROUGH, READ_BYTES)
     longest = int((ends[firsts[1:] - 1] - starts[firsts[:-1]]).max())
     buf = np.empty(longest, dtype=np.uint8)
-    out[-1] = 10
     pos = 0
     for a, b in zip(firsts[:-1].tolist(), firsts[1:].tolist(), strict=True):
         base = int(starts[a])
         size = int(ends[b - 1]) - base
-        if b == a + 1:  # one range: straight into its place
-            if not _read_exactly(fd, out[pos : pos + size], base):
-                return None
+        one = b == a + 1  # one range: read straight into its place
+        if not read_exactly(fd, out[pos : pos + size] if one else buf[:size], base):
+            return None
+        if one:
             out[pos + size] = 10
             pos += size + 1
-        elif not _read_exactly(fd, buf[:size], base):
-            return None
         else:
             pos = _copy_ranges(buf, base, starts[a:b], ends[a:b], out, pos)
     return out
 
 
-def _read_exactly(fd: int, into: np.ndarray, offset: int) -> bool:
+def read_exactly(fd: int, into: np.ndarray, offset: int) -> bool:
     """Fill ``into`` from byte ``offset`` of ``fd``; False if the file ends first."""
     done = 0
     while done < into.size:
