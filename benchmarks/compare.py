@@ -55,6 +55,7 @@ datasketch and rensa are benchmark-only dependencies (``pip install -e '.[bench]
 from __future__ import annotations
 
 import argparse
+import compileall
 import contextlib
 import datetime as dt
 import functools
@@ -696,8 +697,10 @@ class NeardupCode:
 
 def neardup_code(workdir: Path, *, snapshot: bool) -> NeardupCode:
     """Copy ``src/neardup`` (without numba's cache) into ``workdir`` and put the copy first
-    on the path of this process and of the neardup runs; or use the source as it is."""
+    on the path of this process and of the neardup runs; or use the source as it is. Either way
+    its modules are byte-compiled first (:func:`byte_compiled`)."""
     if not snapshot:
+        byte_compiled(SOURCE)
         return NeardupCode(dict(os.environ), source_fingerprint(), snapshot=False)
     root = workdir / "neardup-src"
     shutil.rmtree(root, ignore_errors=True)
@@ -705,11 +708,21 @@ def neardup_code(workdir: Path, *, snapshot: bool) -> NeardupCode:
     shutil.copytree(SOURCE, root / "neardup", ignore=ignore)
     if "neardup" in sys.modules:
         raise RuntimeError("neardup was imported before the snapshot was taken")
+    byte_compiled(root / "neardup")
     sys.path.insert(0, str(root))
     path = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)
     return NeardupCode(
         {**os.environ, "PYTHONPATH": path}, source_fingerprint(root / "neardup"), snapshot=True
     )
+
+
+def byte_compiled(package: Path) -> None:
+    """Write the ``.pyc`` files of ``package``, as pip does for an installed wheel (datasketch's
+    and rensa's are): where ``PYTHONDONTWRITEBYTECODE`` is set, an editable install or a copy
+    would otherwise compile its modules from source in every run (0.25 s of each neardup run,
+    benchmarks/RESULTS.md section 19)."""
+    if not compileall.compile_dir(str(package), quiet=1, workers=1):
+        raise SystemExit(f"could not byte-compile {package}")
 
 
 def neardup_executable() -> str:

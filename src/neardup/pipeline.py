@@ -656,9 +656,11 @@ def _gather(chunks: list[TextBatch], firsts: np.ndarray, docs: np.ndarray) -> Te
 GATHER_ROWS = 1 << 15
 """Documents whose text verification gathers at a time (from the chunks of a column, or from
 ``texts_of`` in :func:`find_duplicates_in_passes`)."""
-GATHER_SHINGLES = 1 << 22
+GATHER_SHINGLES = 1 << 21
 """At most this many shingles in the documents gathered at a time (a few bytes of text each),
-so that long documents are gathered fewer at a time."""
+so that long documents are gathered fewer at a time. Their lines, the parsed text and the sets
+are held at once: 1 << 22 added 20-30 MB to verification's peak for no speed measured
+(benchmarks/RESULTS.md, section 19)."""
 
 
 def _gathered_shingle_sets(

@@ -22,14 +22,18 @@ from neardup.io._common import WholeReadNeededError
 from neardup.io.jsonl_passes import JsonlPasses, least_memory_in_passes, takes
 from neardup.jobs.events import RunEvents
 from neardup.jobs.summary import engine_without_work_dir, summary_of
+from neardup.memory import release_memory
 
 if TYPE_CHECKING:
     from neardup.index import LSHIndex
     from neardup.jobs.dedup import DedupJob
     from neardup.memory import MemoryBudget, MemoryWatch
 
-WRITE_ITEMS = 1 << 20
-"""Ids per slice of clusters / candidate_pairs / lsh_buckets."""
+WRITE_ITEMS = 1 << 16
+"""Ids per slice of clusters / candidate_pairs / lsh_buckets. Small: these tables are written
+beside the row tables (:class:`~neardup.outputs.GraphTables`), and each slice's formatting holds
+a few hundred bytes per id at once (1 << 20 raised a run's peak RSS by 30-60 MB, 1 << 16 by a
+few, at the same speed: benchmarks/RESULTS.md, section 19)."""
 PASS_ROWS = 4096
 """Documents per signatures call in a run that reads its input in passes."""
 PASS_BYTES = 16 << 20
@@ -200,6 +204,9 @@ def in_passes(
         raise
     if passes.ids is None or passes.schema is None:
         raise RuntimeError("the first pass did not finish")
+    # the verification blocks' buffers, freed but kept by the allocators, go back before the
+    # write stage adds its own (its peak 30-50 MB lower: benchmarks/RESULTS.md, section 19)
+    release_memory()
     figures = result.summary()
     figures["engine"] = engine_without_work_dir("passes", memory_limit, figures)
     fmt = job.output_format or default_output_format(passes.family)
