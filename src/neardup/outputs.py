@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 from neardup.core.clusters import Clusters
 from neardup.core.jit import set_threads, threads
 from neardup.core.lsh import Buckets
+from neardup.io.list_lines import HEX, ID, INT, IdTexts, ListRows, list_lines
 from neardup.io.page_cache import release_mapped
 from neardup.io.writers import OutputDir, json_texts
 from neardup.pipeline import DedupResult, Pairs, Progress
@@ -326,6 +327,35 @@ def bucket_tables(ids: pa.Array, buckets: Buckets, *, max_items: int) -> Iterato
         release_mapped(buckets.band, buckets.key, buckets.offsets, buckets.members)
 
 
+CLUSTER_ROWS = ListRows((("cluster_id", INT), ("size", INT), ("representative", ID)), "members")
+"""A ``clusters`` row in JSON Lines, as :func:`cluster_tables` gives it."""
+BUCKET_ROWS = ListRows((("band", INT), ("bucket_key", HEX), ("member_count", INT)), "members")
+"""An ``lsh_buckets`` row in JSON Lines, as :func:`bucket_tables` gives it."""
+
+
+def cluster_lines(ids: IdTexts, clusters: Clusters, *, max_items: int) -> Iterator[tuple[np.ndarray, int]]:
+    """The JSON Lines text of :func:`cluster_tables`' slices, and the rows each holds."""
+    members, offsets = cluster_lists(clusters)
+    sizes = np.diff(offsets)
+    reps = members[offsets[:-1]]
+    for lo, hi in _slices(offsets, max_items):
+        a, b = int(offsets[lo]), int(offsets[hi])
+        values = np.stack((np.arange(lo, hi, dtype=np.int64), sizes[lo:hi], reps[lo:hi]))
+        yield list_lines(CLUSTER_ROWS, values, offsets[lo : hi + 1] - a, members[a:b], ids), hi - lo
+
+
+def bucket_lines(ids: IdTexts, buckets: Buckets, *, max_items: int) -> Iterator[tuple[np.ndarray, int]]:
+    """The JSON Lines text of :func:`bucket_tables`' slices, and the rows each holds."""
+    offsets = np.asarray(buckets.offsets)
+    for lo, hi in _slices(offsets, max_items):
+        a, b = int(offsets[lo]), int(offsets[hi])
+        rebased = offsets[lo : hi + 1] - a
+        keys = np.ascontiguousarray(buckets.key[lo:hi], dtype=np.uint64).view(np.int64)
+        values = np.stack((np.asarray(buckets.band[lo:hi], dtype=np.int64), keys, np.diff(rebased)))
+        yield list_lines(BUCKET_ROWS, values, rebased, np.asarray(buckets.members[a:b]), ids), hi - lo
+        release_mapped(buckets.band, buckets.key, buckets.offsets, buckets.members)
+
+
 _ROW_TABLES = ("annotated", "deduped", "duplicates")
 WRITE_ROWS = 4096
 """Input rows per piece of ``annotated``, ``deduped`` and ``duplicates``: small pieces keep few
@@ -519,7 +549,12 @@ def _write_graph_tables(
     max_items: int,
     stopped: Callable[[], bool],
 ) -> None:
-    """:func:`write_graph_tables`, returning early once ``stopped()`` (checked before each slice)."""
+    """:func:`write_graph_tables`, returning early once ``stopped()`` (checked before each slice).
+    In JSON Lines, ``clusters`` and ``lsh_buckets`` are printed by :func:`cluster_lines` and
+    :func:`bucket_lines` (the same text, without a table per slice)."""
+    texts: IdTexts | None = None
+    if fmt == "jsonl" and (target.wants("clusters") or target.wants("lsh_buckets")):
+        texts = IdTexts.of(ids)
     for name, pieces in (
         ("clusters", cluster_tables(ids, result.clusters, max_items=max_items)),
         ("candidate_pairs", pair_tables(ids, result.pairs, max_items=max_items)),
@@ -529,6 +564,18 @@ def _write_graph_tables(
             continue
         if stopped():
             return
+        if texts is not None and name != "candidate_pairs":
+            lines = target.open_table(name, fmt, pa.schema([]))
+            made = (
+                cluster_lines(texts, result.clusters, max_items=max_items)
+                if name == "clusters"
+                else bucket_lines(texts, result.buckets, max_items=max_items)
+            )
+            for data, rows in made:
+                if stopped():
+                    return
+                lines.write_lines(data, rows)
+            continue
         first = next(pieces)
         writer = target.open_table(name, fmt, first.schema)
         writer.write(first)

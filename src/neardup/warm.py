@@ -136,8 +136,8 @@ def compile_later_stages() -> None:
 
 
 def compile_output_kernels() -> None:
-    """Escape a string column large enough for the compiled JSON escaping, and splice a JSON Lines
-    record (the JSON Lines outputs)."""
+    """Escape a string column large enough for the compiled JSON escaping, splice a JSON Lines
+    record and print a row of ids (the JSON Lines outputs)."""
     import pyarrow as pa
 
     from neardup.io._jsontext import COMPILED_FROM_BYTES, json_values
@@ -153,6 +153,11 @@ def compile_output_kernels() -> None:
     ends = np.array([record.size], dtype=np.int64)
     none = np.zeros(2, dtype=np.int64)
     splice_lines(record, none[:1], ends, record, none, record, none, np.empty(2 * record.size, np.uint8))
+    from neardup.io.list_lines import IdTexts, list_lines
+    from neardup.outputs import BUCKET_ROWS
+
+    values = np.zeros((3, 1), dtype=np.int64)
+    list_lines(BUCKET_ROWS, values, np.array([0, 1]), np.zeros(1, np.int64), IdTexts.of(pa.array(["a"])))
 
 
 def compile_input_kernels() -> None:
