@@ -339,6 +339,7 @@ def scan_part(
         else:
             swar = swar and ascii[c] >> 8 != WORD
     nbuf = data.size
+    unspaced_fast = not char_mode and not segmented
     zero = U64(0)
     # counters start as np.int64(0), not 0: a literal reaching a compiled callee makes
     # numba compile that callee once more, for the literal (compile time)
@@ -461,6 +462,48 @@ def scan_part(
                         elif tc != SPACE and tc != DROP:
                             break
                         p += 1
+                    # Chinese and Japanese: a three-byte character of an unspaced script that
+                    # normalises to itself is a token of its own, its bytes as they are; it ends
+                    # the token before it, and the next code point ends it
+                    while unspaced_fast and p + 3 <= end and nt < _FLUSH_AT:
+                        b0 = data[U64(p)]
+                        if b0 < 0xE0 or b0 > 0xEF:
+                            break
+                        b1 = data[U64(p + 1)]
+                        b2 = data[U64(p + 2)]
+                        if b1 & 0xC0 != 0x80 or b2 & 0xC0 != 0x80:
+                            break
+                        c = (
+                            ((np.int64(b0) & 0x0F) << 12)
+                            | ((np.int64(b1) & 0x3F) << 6)
+                            | (np.int64(b2) & 0x3F)
+                        )
+                        # not overlong, no Hangul (the decoder composes jamo), no surrogates
+                        if c < 0x800 or 0x1100 <= c <= 0x11FF or 0xAC00 <= c <= 0xDFFF:
+                            break
+                        entry = entries[c]
+                        if entry & mapped or entry & 7 != UNSPACED:
+                            break
+                        if in_tok:
+                            if ends is not None and ntok < ends.size:
+                                ends[ntok] = blen
+                            if tlen <= 8:
+                                tokens[nt] = xxh64_short(cur, tlen)
+                            else:
+                                tokens[nt] = xxh64_stream_digest(stream, cur, nbits, tlen)
+                            nt += 1
+                            ntok += 1
+                        if rec is not None:
+                            for byte in (b0, b1, b2):
+                                if blen < rec.size:
+                                    rec[blen] = byte
+                                blen += 1
+                        in_tok = True
+                        tok_unspaced = True
+                        cur = U64(b0) | (U64(b1) << U64(8)) | (U64(b2) << U64(16))
+                        nbits = np.int64(24)
+                        tlen = np.int64(3)
+                        p += 3
                 # the general path: the next input code point, as ``count`` normalised ones
                 # (``c, cls`` or ``exp_*[:count]``); past the end, a space that ends the last token
                 count = 1
