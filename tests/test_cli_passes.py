@@ -22,6 +22,7 @@ from click.testing import CliRunner, Result
 import neardup.jobs.modes
 import neardup.pipeline
 from neardup.cli import main
+from neardup.config import DedupConfig
 from neardup.engines.streaming import in_memory_estimate
 from neardup.errors import InputError
 from neardup.io import ReadOptions, read_corpus
@@ -504,3 +505,53 @@ def test_bad_utf8_anywhere_sends_a_file_written_as_its_lines_to_the_whole_file_r
     assert done.exit_code == 1
     assert f"in.jsonl:{8 if where == 'text' else 9}: invalid UTF-8" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_verification_never_reads_documents_whose_only_pairs_share_every_shingle() -> None:
+    """Copies that normalise to the same shingles are decided by their digests from the first
+    pass: their text is not asked for again, and their Jaccard is exactly 1.0."""
+    from neardup.core.text import encode_texts
+    from neardup.pipeline import find_duplicates, find_duplicates_in_passes
+
+    texts = [
+        "the quick brown fox jumps over the lazy dog near the old river bank today",
+        "the quick brown fox jumps over the lazy dog near the old river bank tonight",
+        "a completely different sentence about the weather and the sea in winter time",
+        "A completely different sentence, about the WEATHER and the sea in winter time!",
+    ]
+    asked: set[int] = set()
+
+    def texts_of(docs: np.ndarray) -> Any:
+        asked.update(docs.tolist())
+        return encode_texts([texts[i] for i in docs])
+
+    config = DedupConfig.create(threshold=0.5, ngram=3)
+    got = find_duplicates_in_passes(iter([[encode_texts(texts)]]), len(texts), texts_of, config)
+    pairs = {(a, b): j for a, b, j in zip(got.pairs.left, got.pairs.right, got.pairs.jaccard, strict=True)}
+    assert set(pairs) == {(0, 1), (2, 3)}
+    assert 0.5 <= pairs[(0, 1)] < 1.0 and pairs[(2, 3)] == 1.0
+    assert asked == {0, 1}  # 2 and 3 only pair with each other, shingle for shingle
+    want = find_duplicates(encode_texts(texts), config)
+    assert np.array_equal(want.pairs.jaccard, got.pairs.jaccard)
+
+
+def test_the_copies_digest_is_the_shingles_with_their_repeats() -> None:
+    from neardup.config import MinHashConfig, ShingleConfig, TextConfig
+    from neardup.core.minhash import MinHasher
+    from neardup.core.text import encode_texts
+
+    hasher = MinHasher(MinHashConfig(), TextConfig(), ShingleConfig(mode="word", n=2))
+    texts = [
+        "one two three four",
+        "One, TWO  three four.",  # the same shingles once normalised
+        "one two three four one two",  # "one two" twice: a repeat
+        "four three two one",
+        "自然语言处理",
+        "自然语言处理",
+        "自然语言处理和",
+    ]
+    digests = np.zeros(len(texts), dtype=np.uint64)
+    _, counts = hasher.signatures_with_counts(encode_texts(texts), digests=digests)
+    assert digests[0] == digests[1] and digests[4] == digests[5]
+    assert len(set(digests[[0, 2, 3, 4, 6]].tolist())) == 5
+    assert counts[2] == counts[0] + 2

@@ -174,8 +174,9 @@ def find_duplicates(
     with clock.stage("signatures"):
         sigs = np.empty((n, cfg.minhash.num_perm), dtype=np.uint32)
         counts = np.empty(n, dtype=np.int64)
+        digests = np.empty(n, dtype=np.uint64)
         report("signatures", 0, n)
-        _signatures(hasher, chunks, firsts, sigs, counts, lambda done: report("signatures", done, n))
+        _signatures(hasher, chunks, firsts, sigs, counts, digests, lambda done: report("signatures", done, n))
 
     def lengths_of() -> np.ndarray | None:
         if cfg.keep == "first" or lengths is not None:
@@ -190,7 +191,9 @@ def find_duplicates(
     found, sigs = _candidates(
         sigs, counts, cfg, keep_signatures=keep_signatures, clock=clock, report=report, watch=watch
     )
-    return _decide(found, sigs, counts, cfg, sets_of, lengths_of=lengths_of, clock=clock, report=report)
+    return _decide(
+        found, sigs, counts, digests, cfg, sets_of, lengths_of=lengths_of, clock=clock, report=report
+    )
 
 
 def _as_chunks(batch: TextBatch | Sequence[TextBatch] | Sequence[str | None]) -> list[TextBatch]:
@@ -234,6 +237,7 @@ def find_duplicates_in_passes(
     _check_rows(watch, rows, cfg)
     sigs = np.empty((rows, cfg.minhash.num_perm), dtype=np.uint32)
     counts = np.empty(rows, dtype=np.int64)
+    digests = np.empty(rows, dtype=np.uint64)
     lengths: list[np.ndarray] = []
     start = 0
     with clock.stage("signatures"):
@@ -250,6 +254,7 @@ def find_duplicates_in_passes(
                 firsts,
                 sigs[start:end],
                 counts[start:end],
+                digests[start:end],
                 functools.partial(_report_from, report, "signatures", start, rows),
             )
             if cfg.keep != "first":
@@ -273,6 +278,7 @@ def find_duplicates_in_passes(
         found,
         sigs,
         counts,
+        digests,
         cfg,
         sets_of,
         lengths_of=lambda: np.concatenate(lengths) if lengths else None,
@@ -350,6 +356,7 @@ def _decide(
     found: _Candidates,
     sigs: np.ndarray,
     counts: np.ndarray,
+    digests: np.ndarray,
     cfg: DedupConfig,
     shingle_sets_of: Callable[[np.ndarray], ShingleSets],
     *,
@@ -358,9 +365,10 @@ def _decide(
     report: Progress,
 ) -> DedupResult:
     """The stages after the candidates: verification (with the shingle sets of the documents
-    in candidate pairs from ``shingle_sets_of``) and clusters (with the documents' lengths
-    from ``lengths_of``, which the ``longest`` and ``shortest`` keepers need); ``sigs`` go
-    into the result as they are."""
+    in candidate pairs from ``shingle_sets_of``, but for pairs of the same shingles:
+    :func:`same_shingles`) and clusters (with the documents' lengths from ``lengths_of``,
+    which the ``longest`` and ``shortest`` keepers need); ``sigs`` go into the result as they
+    are."""
     n = int(counts.size)
     left, right, estimated = found.left, found.right, found.estimated
     candidate_count = int(left.size)
@@ -368,7 +376,8 @@ def _decide(
     if cfg.verify:
         with clock.stage("verify"):
             report("verify", 0, candidate_count)
-            jaccard = exact_jaccard_in_blocks(left, right, counts, shingle_sets_of)
+            same = same_shingles(left, right, counts, digests, estimated)
+            jaccard = exact_jaccard_in_blocks(left, right, counts, shingle_sets_of, known=same)
             ok = jaccard >= cfg.lsh.threshold
             left, right, jaccard, estimated = left[ok], right[ok], jaccard[ok], estimated[ok]
             report("verify", candidate_count, candidate_count)
@@ -539,12 +548,34 @@ def exact_jaccard_in_blocks(
     right: np.ndarray,
     counts: np.ndarray,
     shingle_sets_of: Callable[[np.ndarray], ShingleSets],
+    *,
+    known: np.ndarray | None = None,
 ) -> np.ndarray:
     """Exact Jaccard of each candidate pair, in blocks of at most ``VERIFY_PAIRS`` pairs and
     ``VERIFY_SHINGLES`` shingles (``counts`` per document), with the pairs of a component of
     the candidate graph together: a document's shingle set is made once (twice where a block
-    ends inside its component), and one block's sets are held at a time."""
-    return _in_blocks(left, right, counts, shingle_sets_of, exact_jaccard_pairs)
+    ends inside its component), and one block's sets are held at a time. The pairs ``known``
+    (bool per pair, :func:`same_shingles`) are 1.0 without their sets: a document in none but
+    those is never read again."""
+    if known is None or not known.any():
+        return _in_blocks(left, right, counts, shingle_sets_of, exact_jaccard_pairs)
+    out = np.ones(left.size, dtype=np.float64)
+    rest = np.flatnonzero(~known)
+    if rest.size:
+        out[rest] = _in_blocks(left[rest], right[rest], counts, shingle_sets_of, exact_jaccard_pairs)
+    return out
+
+
+def same_shingles(
+    left: np.ndarray, right: np.ndarray, counts: np.ndarray, digests: np.ndarray, estimated: np.ndarray
+) -> np.ndarray:
+    """bool per pair: both documents have the same shingles the same number of times, by their
+    digests and counts from the signature pass (a chance match of 64-bit digests, 2**-64, must
+    also agree on every signature value), so their Jaccard is exactly 1.0. Exact copies, and
+    copies that normalise to the same text, are most of the candidate pairs of a crawl."""
+    same: np.ndarray = (digests[left] == digests[right]) & (counts[left] == counts[right])
+    same &= estimated == 1.0
+    return same
 
 
 def _in_blocks(
@@ -588,9 +619,11 @@ def _signatures(
     firsts: np.ndarray,
     sigs: np.ndarray,
     counts: np.ndarray,
+    digests: np.ndarray,
     report: Callable[[int], None],
 ) -> None:
-    """Signatures and shingle counts of every document into ``sigs`` and ``counts``.
+    """Signatures, shingle counts and shingle digests of every document into ``sigs``,
+    ``counts`` and ``digests``.
 
     The documents are cut into pieces of at most ``_PIECE`` (never across chunks), and the
     kernel threads take the next piece as they finish one: chunks of a few hundred
@@ -612,8 +645,9 @@ def _signatures(
             k, lo, hi = pieces[i]
             chunk, first = chunks[k], int(firsts[k])
             sub = TextBatch(chunk.data, chunk.offsets[lo : hi + 1])
-            sigs[first + lo : first + hi], counts[first + lo : first + hi] = hasher.signatures_with_counts(
-                sub, parallel=workers <= 1
+            rows = slice(first + lo, first + hi)
+            sigs[rows], counts[rows] = hasher.signatures_with_counts(
+                sub, parallel=workers <= 1, digests=digests[rows]
             )
             done[0] += hi - lo
             if worker == 0:

@@ -87,20 +87,24 @@ def compile_tokeniser_helpers() -> None:
     typeof: Any = numba_typeof  # untyped in numba's stubs
 
     from neardup.core.hashing import (
+        multiset_mix,
         no_permutations,
         update_signature,
         xxh64_short,
         xxh64_stream_digest,
         xxh64_stream_lane,
     )
-    from neardup.core.scan import _ascii_word, readonly, sort_unique
+    from neardup.core.scan import _ascii_word, _fold, readonly, sort_unique
     from neardup.core.text import _decode
 
     i64, u64, flag = types.int64, types.uint64, types.boolean
     u64s, u32s, i64s = (typeof(np.empty(1, t)) for t in (np.uint64, np.uint32, np.int64))
     text = typeof(readonly(np.empty(1, np.uint8)))
+    perms = typeof(no_permutations())
     helpers: list[tuple[Any, tuple[Any, ...]]] = [
-        (update_signature, (u32s, u64s, i64, i64, typeof(no_permutations()), u64s)),
+        (update_signature, (u32s, u64s, i64, i64, perms, u64s)),
+        (multiset_mix, (u64,)),
+        (_fold, (u32s, u64s, i64, i64, perms, u64s, u64s)),
         (_decode, (text, i64, i64)),
         (xxh64_stream_digest, (u64s, u64, i64, i64)),
         (sort_unique, (u64s, i64, i64, i64s)),

@@ -152,6 +152,16 @@ def xxh64_lanes(lanes: np.ndarray, start: int, count: int) -> np.uint64:
 
 
 @hot_helper
+def multiset_mix(h: np.uint64) -> np.uint64:
+    """SplitMix64's finaliser of a shingle hash: a document's digest is the sum of its shingles'
+    (repeats included, mod 2**64), so two documents with the same shingles the same number of
+    times share it, and two without share it by chance alone (2**-64)."""
+    z = (h ^ (h >> U64(30))) * U64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> U64(27))) * U64(0x94D049BB133111EB)
+    return z ^ (z >> U64(31))
+
+
+@hot_helper
 def xxh64_short(tail: np.uint64, length: int) -> np.uint64:
     """XXH64 (seed 0) of ``length`` <= 8 bytes, held little-endian in ``tail``.
 

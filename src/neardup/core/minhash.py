@@ -61,10 +61,12 @@ class MinHasher:
         self._flags = tokenizer_flags(self.text, self.shingle)
 
     def signatures_with_counts(
-        self, batch: TextBatch, *, parallel: bool = True
+        self, batch: TextBatch, *, parallel: bool = True, digests: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(signatures uint32[n, num_perm], shingle counts int64[n])`` of a batch, on the
-        kernel threads (on this thread only, when not ``parallel``)."""
+        kernel threads (on this thread only, when not ``parallel``). ``digests`` (uint64[n]),
+        if given, takes each document's shingle digest: equal for two documents whose shingles
+        are the same, repeats included (see :func:`~neardup.core.scan.scan_part`)."""
         batch = segmented(batch, self.text, self.shingle)
         n_docs = len(batch)
         out = np.empty((n_docs, self.minhash.num_perm), dtype=np.uint32)
@@ -83,6 +85,7 @@ class MinHasher:
             values=np.empty(0, dtype=np.uint64),
             bounds=np.zeros(1, dtype=np.int64),
             lengths=np.empty(0, dtype=np.int64),
+            digests=digests,
             parallel=parallel,
         )
         return out, counts

@@ -23,6 +23,7 @@ import numpy as np
 from neardup.core.hashing import (
     U64,
     Permutations,
+    multiset_mix,
     no_permutations,
     update_signature,
     xxh64_lanes,
@@ -210,6 +211,24 @@ def _heap_sort(v: np.ndarray, lo: int, hi: int) -> None:
         v[lo + parent] = x
 
 
+@hot_helper
+def _fold(
+    sig: np.ndarray,
+    out: np.ndarray,
+    lo: int,
+    pos: int,
+    perms: Permutations,
+    work: np.ndarray,
+    digest: np.ndarray,
+) -> None:
+    """``out[lo:pos]`` folded into the signature ``sig``, and their mixed sum into ``digest[0]``."""
+    total = digest[0]
+    for i in range(lo, pos):
+        total += multiset_mix(out[i])
+    digest[0] = total
+    update_signature(sig, out, lo, pos, perms, work)
+
+
 @helper
 def _flush(
     tokens: np.ndarray,
@@ -225,18 +244,20 @@ def _flush(
     sig: np.ndarray,
     perms: Permutations,
     work: np.ndarray,
+    digest: np.ndarray,
 ) -> tuple[int, int]:
     """The shingles that end at ``tokens[fresh:nt]`` (windows of n token hashes or, at
     the end of a document of fewer than n tokens, all of them) into ``out[pos:hi]``,
-    folded into ``sig`` when it is not empty. Keeps the last ``n - 1`` token hashes at
-    the front of ``tokens``; returns ``(how many that is, the new pos)``."""
+    folded into ``sig`` (and their :func:`~neardup.core.hashing.multiset_mix` added to
+    ``digest[0]``) when it is not empty. Keeps the last ``n - 1`` token hashes at the front
+    of ``tokens``; returns ``(how many that is, the new pos)``."""
     folding = sig.size > 0
     last = max(fresh, n - 1)  # the next window ends at tokens[last]
     while last < nt:
         if pos == hi:
             if not folding:
                 break  # no room left: the rest are counted, not written
-            update_signature(sig, out, lo, pos, perms, work)
+            _fold(sig, out, lo, pos, perms, work, digest)
             pos = lo
         stop = min(nt, last + hi - pos)
         for end in range(last, stop):
@@ -245,13 +266,13 @@ def _flush(
         last = stop
     if finished and 0 < ntok < n:  # the whole of a short document, once
         if folding and pos == hi:
-            update_signature(sig, out, lo, pos, perms, work)
+            _fold(sig, out, lo, pos, perms, work, digest)
             pos = lo
         if pos < hi:
             out[pos] = xxh64_lanes(tokens, 0, ntok)
             pos += 1
     if finished and folding and pos > lo:
-        update_signature(sig, out, lo, pos, perms, work)
+        _fold(sig, out, lo, pos, perms, work, digest)
         pos = lo
     keep = min(nt, n - 1)  # the next windows start in these
     for i in range(keep):
@@ -276,6 +297,7 @@ def scan_part(
     values: np.ndarray,
     bounds: np.ndarray,
     lengths: np.ndarray,
+    digests: np.ndarray,
     rec: np.ndarray | None,
     ends: np.ndarray | None,
     first: int,
@@ -286,7 +308,9 @@ def scan_part(
     (``SIGNATURES``, ``SETS``, ``SHINGLES``, ``TOKENS``).
 
     Signatures use the permutations ``perms`` and ``sigs[k]`` (``k`` the index in
-    ``docs``). The other modes write document k's shingles to
+    ``docs``), and write ``digests[k]`` unless ``digests`` is empty: the sum of the
+    document's shingle hashes (repeats included) after ``multiset_mix``, equal for two
+    documents with the same shingles the same number of times. The other modes write document k's shingles to
     ``values[bounds[k]:bounds[k + 1]]``; shingles past the end are counted, not
     written, and so are token bytes and ends past the end of ``rec`` and
     ``ends`` (only ``TOKENS`` passes arrays there; with None, numba compiles the
@@ -310,6 +334,7 @@ def scan_part(
     exp_cls = np.empty(_EXPANSION_CAP, dtype=np.int64)
     sig = np.empty(m if folding else 0, dtype=np.uint32)
     work = np.empty(m if folding else 0, dtype=np.uint64)
+    digest = np.zeros(1, dtype=np.uint64)
     fold = np.empty(_FOLD if folding else 0, dtype=np.uint64)
     # An ASCII byte is one code point that normalises to at most one ASCII code point,
     # so for most text a 128-entry table (normalised byte | class << 8, punctuation
@@ -357,6 +382,7 @@ def scan_part(
                 hi = fold.size
                 for i in range(m):
                     sig[i] = EMPTY_VALUE
+                digest[0] = zero
             else:
                 out = values
                 lo = bounds[k]
@@ -383,7 +409,9 @@ def scan_part(
                     shingles += max(0, nt - max(fresh, n - 1))
                     if finished and 0 < ntok < n:
                         shingles += 1
-                    nt, pos = _flush(tokens, nt, fresh, ntok, n, finished, out, lo, hi, pos, sig, perms, work)
+                    nt, pos = _flush(
+                        tokens, nt, fresh, ntok, n, finished, out, lo, hi, pos, sig, perms, work, digest
+                    )
                     fresh = nt
                     if finished:
                         break
@@ -473,11 +501,7 @@ def scan_part(
                         b2 = data[U64(p + 2)]
                         if b1 & 0xC0 != 0x80 or b2 & 0xC0 != 0x80:
                             break
-                        c = (
-                            ((np.int64(b0) & 0x0F) << 12)
-                            | ((np.int64(b1) & 0x3F) << 6)
-                            | (np.int64(b2) & 0x3F)
-                        )
+                        c = ((int(b0) & 0x0F) << 12) | ((int(b1) & 0x3F) << 6) | (int(b2) & 0x3F)
                         # not overlong, no Hangul (the decoder composes jamo), no surrogates
                         if c < 0x800 or 0x1100 <= c <= 0x11FF or 0xAC00 <= c <= 0xDFFF:
                             break
@@ -501,8 +525,8 @@ def scan_part(
                         in_tok = True
                         tok_unspaced = True
                         cur = U64(b0) | (U64(b1) << U64(8)) | (U64(b2) << U64(16))
-                        nbits = np.int64(24)
-                        tlen = np.int64(3)
+                        nbits = izero + 24
+                        tlen = izero + 3
                         p += 3
                 # the general path: the next input code point, as ``count`` normalised ones
                 # (``c, cls`` or ``exp_*[:count]``); past the end, a space that ends the last token
@@ -617,6 +641,8 @@ def scan_part(
                 for i in range(width):
                     row[i] = sig[i]
                 counts[k] = shingles
+                if digests.size:
+                    digests[k] = digest[0]
             elif mode == SETS:
                 lengths[k] = sort_unique(values, lo, min(hi, lo + shingles), sort_scratch)
                 counts[k] = shingles
@@ -659,10 +685,12 @@ def scan_batch(
     values: np.ndarray,
     bounds: np.ndarray,
     lengths: np.ndarray,
+    digests: np.ndarray | None = None,
     parallel: bool = True,
 ) -> None:
     """``scan_part`` over all of ``docs``: on this thread for a few documents (or when not
-    ``parallel``: the caller runs several scans side by side), else on the kernel threads."""
+    ``parallel``: the caller runs several scans side by side), else on the kernel threads.
+    ``digests`` (uint64 per document of ``docs``), if given, takes the signatures' digests."""
     check_n(n)
     args = (
         readonly(data),
@@ -678,6 +706,7 @@ def scan_batch(
         values,
         bounds,
         lengths,
+        np.empty(0, dtype=np.uint64) if digests is None else digests,
     )
     m = docs.size
     blocks = -(-m // _BLOCK)
@@ -737,6 +766,7 @@ def scan_tokens(data: np.ndarray, length: int, tables: Tables, flags: int) -> tu
         np.empty(0, dtype=np.uint64),
         np.zeros(2, dtype=np.int64),
         lengths,
+        np.empty(0, dtype=np.uint64),
     )
     rec = np.empty(4 * length + 16, dtype=np.uint8)
     ends = np.empty(length + 1, dtype=np.int64)
