@@ -166,9 +166,10 @@ def compile_output_kernels() -> None:
 
 def compile_input_kernels() -> None:
     """Count the record lines of a few bytes of JSON Lines (the whole-file reader), and read two
-    lines of a file by their byte ranges (verification in passes)."""
+    lines of a file by their byte ranges and decode their text field (verification in passes)."""
     import tempfile
 
+    from neardup.io.json_fields import string_field
     from neardup.io.jsonl import LineCount
     from neardup.io.spans import read_ranges
 
@@ -177,6 +178,8 @@ def compile_input_kernels() -> None:
         fh.write(b'{"a": 1}\n{"a": 2}\n')
         fh.flush()
         read_ranges(fh.fileno(), np.array([[0, 8], [9, 17]], dtype=np.int64))
+    line = b'{"text": "a\\n"}'  # an escape: the decoder's writing pass too
+    string_field(np.frombuffer(line, dtype=np.uint8), np.zeros(1, np.int64), np.array([len(line)]), "text")
 
 
 if __name__ == "__main__":  # pragma: no cover (run as a child process)

@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from neardup.core.clusters import Clusters
+from neardup.core.text import TextBatch
 from neardup.engines.streaming import IN_MEMORY_BASE
 from neardup.errors import InputError, MissingColumnError
 from neardup.io._common import WholeReadNeededError, head, read_or_fall_back
@@ -45,10 +46,12 @@ from neardup.io.inputs import (
     text_as_string,
 )
 from neardup.io.json_array import array_layout
+from neardup.io.json_fields import string_field
 from neardup.io.jsonl import STREAM_BLOCK_SIZE, open_blocks, slow_path_reason
 from neardup.io.jsonl_lines import LineWriter
 from neardup.io.spans import read_ranges
 from neardup.io.writers import OutputDir
+from neardup.pipeline import arrow_to_batch
 
 SCAN_BYTES = 16 << 20
 """Bytes read at a time when finding the lines."""
@@ -283,26 +286,58 @@ class JsonlPasses:
 
     def texts(self, rows: np.ndarray) -> pa.Array:
         """The text (strings, null where a record has none) of records ``rows``, in that order:
-        their lines read by byte range and parsed for the text field alone."""
-        self._unchanged()
+        their lines read by byte range and parsed by pyarrow for the text field alone."""
+        data = self._lines(rows)
+        if data is None:
+            return pa.array([], pa.string())
+        return self._parsed(data, int(rows.size))
+
+    def text_batch(self, rows: np.ndarray) -> TextBatch:
+        """:meth:`texts` as a batch (a record without text is empty): the text field decoded from
+        the lines by :func:`~neardup.io.json_fields.string_field` where it reads every line, by
+        pyarrow otherwise (and where the first pass cast the text column)."""
+        data = self._lines(rows)
+        if data is None:
+            return TextBatch(np.zeros(1, np.uint8), np.zeros(1, np.int64))
+        if not self._cast and pa.types.is_string(self._field().type):
+            lengths = self.spans[rows, 1] - self.spans[rows, 0]
+            starts = np.zeros(lengths.size, dtype=np.int64)
+            np.cumsum(lengths[:-1] + 1, out=starts[1:])  # each line is followed by a newline
+            found = string_field(data, starts, starts + lengths, self.text_column)
+            if found is not None:
+                return TextBatch(*found)
+        return arrow_to_batch(self._parsed(data, int(rows.size)))
+
+    def _field(self) -> pa.Field:
         if self._read_schema is None:
-            raise RuntimeError("call first_pass() before texts()")
+            raise RuntimeError("call first_pass() before reading text")
+        return self._read_schema.field(self.text_column)
+
+    def _lines(self, rows: np.ndarray) -> np.ndarray | None:
+        """The lines of records ``rows``, each followed by a newline (None for no rows)."""
+        self._unchanged()
+        self._field()
         pa.default_memory_pool().release_unused()  # what the last call returned, since let go
         spans = self.spans[np.asarray(rows, dtype=np.int64)]
         if spans.shape[0] == 0:
-            return pa.array([], pa.string())
+            return None
         with open(self.path, "rb", buffering=0) as fh:
             data = read_ranges(fh.fileno(), spans)
         if data is None:
             raise self._changed()
-        field = self._read_schema.field(self.text_column)
-        parse = pj.ParseOptions(explicit_schema=pa.schema([field]), unexpected_field_behavior="ignore")
+        return data
+
+    def _parsed(self, data: np.ndarray, rows: int) -> pa.Array:
+        """The text field of the ``rows`` lines ``data``, parsed by pyarrow."""
+        parse = pj.ParseOptions(
+            explicit_schema=pa.schema([self._field()]), unexpected_field_behavior="ignore"
+        )
         read = pj.ReadOptions(block_size=max(STREAM_BLOCK_SIZE, self._longest + 2))  # parsed in parallel
         try:
             table = pj.read_json(pa.BufferReader(pa.py_buffer(data)), read_options=read, parse_options=parse)
         except pa.ArrowInvalid as exc:
             raise self._changed() from exc
-        if table.num_rows != spans.shape[0]:
+        if table.num_rows != rows:
             raise self._changed()
         text: pa.Array = table.column(self.text_column).combine_chunks().cast(pa.string())
         return text

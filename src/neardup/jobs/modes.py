@@ -173,7 +173,7 @@ def in_passes(
     :class:`~neardup.memory.MemoryLimitError` as :func:`in_memory` does."""
     from neardup.engines.source import prefetched
     from neardup.outputs import GraphTables, table_pieces, write_outputs
-    from neardup.pipeline import arrow_to_batch, arrow_to_batches, find_duplicates_in_passes
+    from neardup.pipeline import arrow_to_batches, find_duplicates_in_passes
 
     t0 = time.perf_counter()
     read_seconds = passes.scan_seconds  # finding the lines; parsing counts in the signatures
@@ -193,7 +193,7 @@ def in_passes(
         result = find_duplicates_in_passes(
             prefetched(groups()),  # the next group is parsed while this one is hashed
             passes.rows,
-            lambda docs: arrow_to_batch(passes.texts(docs)),
+            passes.text_batch,
             config,
             progress=events.progress,
             keep_signatures=False,  # no output needs them
