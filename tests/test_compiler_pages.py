@@ -115,7 +115,7 @@ from neardup.io import _jsontext
 from neardup.warm import load_kernels_and_release_compiler
 thread = jit.set_up_in_background(then=load_kernels_and_release_compiler)
 thread.join(600)
-loaded = [k.__name__ for k in (scan.scan_part, lsh._band_keys_range, verify._pairs_range,
+loaded = [k.__name__ for k in (scan.scan_part, lsh._band_keys_lanes, verify._pairs_range,
                                _jsontext._quote_rows) if k.signatures]
 print(json.dumps({"loaded": loaded, "llvm": llvm_resident_mb()}))
 """
@@ -123,7 +123,7 @@ print(json.dumps({"loaded": loaded, "llvm": llvm_resident_mb()}))
 
 def test_with_a_warm_cache_the_set_up_thread_loads_the_kernels_then_releases_llvm() -> None:
     result = _run(_SET_UP_THEN_LOAD)
-    assert result["loaded"] == ["scan_part", "_band_keys_range", "_pairs_range", "_quote_rows"]
+    assert result["loaded"] == ["scan_part", "_band_keys_lanes", "_pairs_range", "_quote_rows"]
     assert float(str(result["llvm"])) < 10
 
 
