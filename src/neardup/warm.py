@@ -94,7 +94,7 @@ def compile_tokeniser_helpers() -> None:
         xxh64_stream_digest,
         xxh64_stream_lane,
     )
-    from neardup.core.scan import _ascii_word, _fold, readonly, sort_unique
+    from neardup.core.scan import _ascii_word, _fold, _token_hash, readonly, sort_unique
     from neardup.core.text import _decode
 
     i64, u64, flag = types.int64, types.uint64, types.boolean
@@ -109,6 +109,7 @@ def compile_tokeniser_helpers() -> None:
         (xxh64_stream_digest, (u64s, u64, i64, i64)),
         (sort_unique, (u64s, i64, i64, i64s)),
         (xxh64_short, (u64, i64)),
+        (_token_hash, (u64s, u64, i64, i64)),
         (_ascii_word, (u64, flag, flag)),
         (xxh64_stream_lane, (u64s, u64, i64)),
     ]

@@ -110,6 +110,15 @@ def _ascii_word(w: np.uint64, alnum: bool, lower: bool) -> tuple[int, np.uint64]
     return run, w & (low - U64(1))  # type: ignore[return-value]  # np.int64 is numba's int
 
 
+@hot_helper
+def _token_hash(stream: np.ndarray, cur: np.uint64, nbits: int, tlen: int) -> np.uint64:
+    """The XXH64 of the token just ended: its last ``nbits / 8`` bytes in ``cur``, the lanes
+    before them (``tlen`` bytes in all past eight) already fed to ``stream``."""
+    if tlen <= 8:
+        return xxh64_short(cur, tlen)
+    return xxh64_stream_digest(stream, cur, nbits, tlen)
+
+
 SMALL_SORT = 16
 """Values sorted by insertion: a run this short, or one bucket of the radix pass."""
 SORT_SCRATCH = 513
@@ -480,10 +489,7 @@ def scan_part(
                                 break
                             if ends is not None and ntok < ends.size:
                                 ends[ntok] = blen
-                            if tlen <= 8:
-                                tokens[nt] = xxh64_short(cur, tlen)
-                            else:
-                                tokens[nt] = xxh64_stream_digest(stream, cur, nbits, tlen)
+                            tokens[nt] = _token_hash(stream, cur, nbits, tlen)
                             nt += 1
                             ntok += 1
                             in_tok = False
@@ -511,10 +517,7 @@ def scan_part(
                         if in_tok:
                             if ends is not None and ntok < ends.size:
                                 ends[ntok] = blen
-                            if tlen <= 8:
-                                tokens[nt] = xxh64_short(cur, tlen)
-                            else:
-                                tokens[nt] = xxh64_stream_digest(stream, cur, nbits, tlen)
+                            tokens[nt] = _token_hash(stream, cur, nbits, tlen)
                             nt += 1
                             ntok += 1
                         if rec is not None:
@@ -568,10 +571,7 @@ def scan_part(
                     if in_tok and (char_mode or ends_token):
                         if ends is not None and ntok < ends.size:
                             ends[ntok] = blen
-                        if tlen <= 8:
-                            tokens[nt] = xxh64_short(cur, tlen)
-                        else:
-                            tokens[nt] = xxh64_stream_digest(stream, cur, nbits, tlen)
+                        tokens[nt] = _token_hash(stream, cur, nbits, tlen)
                         nt += 1
                         ntok += 1
                         in_tok = False

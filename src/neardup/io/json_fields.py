@@ -16,6 +16,7 @@ import numpy as np
 
 from neardup.core.jit import helper, in_ranges, kernel
 from neardup.core.scan import readonly
+from neardup.io._jsontext import _HIGH, _LOW7, _ONES, _needs_escape
 
 _PARALLEL_FROM = 1 << 20  # bytes of lines from which the threads share the work
 _BAD = -1  # a line string_field does not answer for
@@ -29,21 +30,7 @@ def _skip_space(data: np.ndarray, p: int, end: int) -> int:
     return p
 
 
-_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
-_HIGH = np.uint64(0x8080808080808080)
-_ONES = np.uint64(0x0101010101010101)
 _U0 = np.uint64(0)
-
-
-@helper
-def _special(w: np.uint64) -> np.uint64:
-    """0x80 in each byte of the eight bytes ``w`` that is below 0x20, ``"`` or ``\\``."""
-    below_space = ~(((w & _LOW7) + _ONES * np.uint64(0x60)) | w)
-    quote = w ^ (_ONES * np.uint64(0x22))
-    backslash = w ^ (_ONES * np.uint64(0x5C))
-    is_quote = ~(((quote & _LOW7) + _LOW7) | quote)
-    is_backslash = ~(((backslash & _LOW7) + _LOW7) | backslash)
-    return (below_space | is_quote | is_backslash) & _HIGH
 
 
 @helper
@@ -57,7 +44,7 @@ def _string_end(data: np.ndarray, p: int, end: int) -> tuple[int, bool]:
             w = _U0
             for i in range(8):
                 w |= np.uint64(data[np.uint64(p + i)]) << np.uint64(8 * i)  # unsigned: no wrap check
-            if _special(w) != 0:
+            if _needs_escape(w) != 0:  # a quote, backslash or control byte
                 break
             p += 8
         if p >= end:
