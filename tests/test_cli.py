@@ -366,6 +366,40 @@ def test_command_runs_without_pandas_and_the_library_keeps_it(tmp_path: Path) ->
     assert _pandas_after_a_numpy_conversion() is True
 
 
+def test_command_never_imports_scipy_but_numba_in_the_library_does(tmp_path: Path) -> None:
+    """numba's set-up imports ``scipy.linalg`` where scipy is installed (0.2 s before the first
+    kernel loads); the command hides it and deduplicates all the same, while the library, imported
+    as usual, leaves it to numba. A package named scipy on the path stands for an installed one:
+    importing it writes a file."""
+    import os
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    marker = tmp_path / "scipy-imported"
+    (site / "scipy" / "linalg").mkdir(parents=True)
+    (site / "scipy" / "__init__.py").write_text(
+        f"__version__ = '1.17.0'\nopen({str(marker)!r}, 'a').write(__name__ + '\\n')\n", encoding="utf-8"
+    )
+    (site / "scipy" / "linalg" / "__init__.py").write_text("", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    texts = ["a cat sat on the warm mat today", "rain fell over the quiet town", "ships sail at dawn"]
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"text": texts[i % 3]}) + "\n" for i in range(9)), encoding="utf-8")
+    command = [sys.executable, "-c", "from neardup.cli import run; run()"]
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [*command, "dedup", str(corpus), "-o", str(out), "-q"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert len((out / "deduped.jsonl").read_text(encoding="utf-8").splitlines()) == 3
+    assert not marker.exists()
+    # imported as a library, numba looks for scipy as it always does
+    script = "from neardup.core.text import tokenize; tokenize('warm up the kernels')"
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, capture_output=True)
+    assert marker.read_text(encoding="utf-8").splitlines() == ["scipy"]
+
+
 def _pandas_after_a_numpy_conversion() -> bool:
     import subprocess
     import sys

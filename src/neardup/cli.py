@@ -524,7 +524,7 @@ def dedup(
     if engine == "local":
         _prepare_kernels(quiet)
     else:
-        _allow_pandas()  # Ray Data imports it
+        _unhide()  # Ray Data imports pandas
     err = Console(stderr=True, quiet=quiet)
     # Ray prints its workers' messages (a worker lost and its task run again) on standard output,
     # which is the summary's: they go to standard error instead.
@@ -822,16 +822,28 @@ def _given_settings(
     }
 
 
-class _WithoutPandas(importlib.abc.MetaPathFinder):
-    """An import finder for which pandas is not installed."""
+class _WithoutUnused(importlib.abc.MetaPathFinder):
+    """An import finder for which the packages in ``hidden`` are not installed."""
+
+    def __init__(self, hidden: frozenset[str]) -> None:
+        self.hidden = hidden
 
     def find_spec(self, fullname: str, path: object, target: object = None) -> None:
-        if fullname.partition(".")[0] == "pandas":
-            raise ModuleNotFoundError("the neardup command runs without pandas", name=fullname)
+        top = fullname.partition(".")[0]
+        if top in self.hidden:
+            raise ModuleNotFoundError(f"the neardup command runs without {top}", name=fullname)
 
 
-def _allow_pandas() -> None:
-    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _WithoutPandas)]
+def _hide_unused() -> None:
+    """Hide pandas and scipy from this process (those of them not imported yet)."""
+    hidden = frozenset(name for name in ("pandas", "scipy") if name not in sys.modules)
+    if hidden:
+        sys.meta_path.insert(0, _WithoutUnused(hidden))
+
+
+def _unhide() -> None:
+    """Undo :func:`_hide_unused`."""
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _WithoutUnused)]
 
 
 def run() -> NoReturn:
@@ -842,13 +854,15 @@ def run() -> NoReturn:
     closed by then (outputs committed, work dirs and locks released in ``with`` blocks); only
     standard output and error are left to flush, as ``mypy`` does the same.
 
-    The command never uses pandas, but pyarrow imports it (where installed) at the first
-    conversion to numpy, to look for pandas types: 0.37 s and 40 MB. :class:`_WithoutPandas`
-    hides it from this process, and pyarrow goes on as where pandas is not installed. Its threads
-    share one malloc arena (:mod:`neardup.core.malloc_arenas`).
+    The command uses neither pandas nor scipy, but pyarrow imports pandas (where installed) at
+    the first conversion to numpy, to look for pandas types (0.37 s and 40 MB), and numba's
+    set-up imports ``scipy.linalg`` (where installed) to see whether its kernels may call BLAS,
+    which neardup's never do (0.19-0.21 s of the 0.37-0.42 s set-up, before the first kernel can
+    load). :func:`_hide_unused` hides both from this process, and pyarrow and numba go on as
+    where they are not installed. Its threads share one malloc arena
+    (:mod:`neardup.core.malloc_arenas`).
     """
-    if "pandas" not in sys.modules:
-        sys.meta_path.insert(0, _WithoutPandas())
+    _hide_unused()
     share_one_arena()  # before any thread starts
     try:
         main()
