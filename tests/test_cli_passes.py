@@ -9,6 +9,7 @@ whole-file reader does stream through the work dir instead, with the same output
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from pathlib import Path
@@ -296,6 +297,44 @@ def test_find_duplicates_in_passes_decides_what_find_duplicates_decides(
     assert np.array_equal(lean.pairs.estimated, want.pairs.estimated)
     with pytest.raises(ValueError, match="not the 303 announced"):
         find_duplicates_in_passes(iter(groups), len(texts) + 1, texts_of, config)
+
+
+def test_signature_pieces_run_on_across_groups_and_a_failing_group_stops_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The kernel threads take pieces of the next group without waiting for each other at the
+    end of a group: the signatures are those of one batch, the groups are read once each, in
+    order, and an error from the reader of the groups reaches the caller, with nothing read past it."""
+    from neardup.config import DedupConfig
+    from neardup.core.text import encode_texts
+    from neardup.pipeline import find_duplicates, find_duplicates_in_passes
+
+    monkeypatch.setattr(neardup.pipeline, "_PIECE", 5)
+    texts = [str(r["text"]) for r in planted_corpus(400, seed=5)]
+    config = DedupConfig.create(keep="shortest")
+    want = find_duplicates(encode_texts(texts), config)
+    cuts = [0, 3, 3, 50, 51, 120, 200, 333, 400]  # an empty group, groups of one and of many pieces
+    read: list[int] = []
+
+    def groups(fail_at: int | None = None) -> Any:
+        for k, (lo, hi) in enumerate(itertools.pairwise(cuts)):
+            if k == fail_at:
+                raise WholeReadNeededError("a block that does not parse")
+            read.append(k)
+            yield [encode_texts(texts[lo:hi])]
+
+    def texts_of(docs: np.ndarray) -> Any:
+        return encode_texts([texts[i] for i in docs])
+
+    got = find_duplicates_in_passes(groups(), len(texts), texts_of, config)
+    assert read == list(range(len(cuts) - 1))
+    assert np.array_equal(got.signatures, want.signatures)
+    assert np.array_equal(got.clusters.keep, want.clusters.keep)  # the lengths, in row order
+    assert int(np.count_nonzero(want.is_duplicate)) > 20
+    read.clear()
+    with pytest.raises(WholeReadNeededError, match="does not parse"):
+        find_duplicates_in_passes(groups(fail_at=5), len(texts), texts_of, config)
+    assert read == [0, 1, 2, 3, 4]
 
 
 def test_a_file_too_large_for_passes_by_its_size_is_not_scanned(

@@ -9,6 +9,7 @@ Peak memory is the child process's own (``getrusage`` of a wrapper whose only ch
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -61,14 +62,17 @@ def dedup_peak(*args: object) -> tuple[int, dict[str, object]]:
 def test_one_word_documents_stream_and_stay_within_the_limit(tmp_path: Path) -> None:
     """200,000 documents of one word each, 4,000,000 candidate pairs: held in memory they took
     4.7 GB under --memory-limit 512MB; now the run sees what its signatures and band records
-    would take, streams, and peaks within the margin."""
+    (or its candidate pairs) would take before holding them, streams, and peaks within the margin."""
     corpus = tmp_path / "words.jsonl"
     words = one_word_corpus(corpus, 200_000, 5_000)
     peak, summary = dedup_peak(corpus, "-o", tmp_path / "out", "--id-column", "id", "--memory-limit", "512MB")
     engine = summary["engine"]
     assert isinstance(engine, dict)
     assert engine["mode"] == "streaming"
-    assert "of 200,000 documents would take the run in memory" in engine["streamed_because"]
+    # the signatures' check trips or, where the process holds less at that moment (numba's kernels
+    # load beside it), the candidate pairs' check does, before they are held
+    because = str(engine["streamed_because"])
+    assert re.search(r"of 200,000 documents would take|candidate pairs \(and counting\) would take", because)
     assert summary["kept_rows"] == words and summary["duplicates_removed"] == 200_000 - words
     assert peak <= MARGIN * 512e6, f"peak {peak / 1e6:.0f} MB under --memory-limit 512MB"
 

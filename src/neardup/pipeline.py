@@ -7,7 +7,7 @@ together, times them and reports progress through an optional callback.
 from __future__ import annotations
 
 import functools
-import itertools
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -176,7 +176,7 @@ def find_duplicates(
         counts = np.empty(n, dtype=np.int64)
         digests = np.empty(n, dtype=np.uint64)
         report("signatures", 0, n)
-        _signatures(hasher, chunks, firsts, sigs, counts, digests, lambda done: report("signatures", done, n))
+        _signatures(hasher, [chunks], sigs, counts, digests, lambda done: report("signatures", done, n))
 
     def lengths_of() -> np.ndarray | None:
         if cfg.keep == "first" or lengths is not None:
@@ -239,30 +239,24 @@ def find_duplicates_in_passes(
     counts = np.empty(rows, dtype=np.int64)
     digests = np.empty(rows, dtype=np.uint64)
     lengths: list[np.ndarray] = []
-    start = 0
+
+    def seen(chunks: Sequence[TextBatch]) -> None:
+        if cfg.keep != "first":
+            lengths.extend(char_lengths(c) for c in chunks)
+
     with clock.stage("signatures"):
         report("signatures", 0, rows)
-        for group in batches:
-            chunks = list(group)
-            firsts = _firsts(chunks)
-            end = start + int(firsts[-1])
-            if end > rows:
-                raise ValueError(f"the batches hold more than the {rows} documents announced")
-            _signatures(
-                hasher,
-                chunks,
-                firsts,
-                sigs[start:end],
-                counts[start:end],
-                digests[start:end],
-                functools.partial(_report_from, report, "signatures", start, rows),
-            )
-            if cfg.keep != "first":
-                lengths.extend(char_lengths(c) for c in chunks)
-            start = end
-        if start != rows:
-            raise ValueError(f"the batches held {start} documents, not the {rows} announced")
-        group = chunks = []  # the last group's text, let go
+        hashed = _signatures(
+            hasher,
+            batches,
+            sigs,
+            counts,
+            digests,
+            functools.partial(_report_from, report, "signatures", 0, rows),
+            seen=seen,
+        )
+        if hashed != rows:
+            raise ValueError(f"the batches held {hashed} documents, not the {rows} announced")
 
     def sets_of(docs: np.ndarray) -> ShingleSets:
         return _gathered_shingle_sets(texts_of, docs, counts, cfg)
@@ -615,37 +609,58 @@ def budgeted_blocks(weights: np.ndarray, max_items: int, budget: int) -> Iterato
 
 def _signatures(
     hasher: MinHasher,
-    chunks: list[TextBatch],
-    firsts: np.ndarray,
+    groups: Iterable[Sequence[TextBatch]],
     sigs: np.ndarray,
     counts: np.ndarray,
     digests: np.ndarray,
     report: Callable[[int], None],
-) -> None:
-    """Signatures, shingle counts and shingle digests of every document into ``sigs``,
-    ``counts`` and ``digests``.
+    *,
+    seen: Callable[[Sequence[TextBatch]], object] | None = None,
+) -> int:
+    """Signatures, shingle counts and shingle digests of the documents of ``groups`` (each a
+    group of chunks, the documents in order from row 0) into ``sigs``, ``counts`` and
+    ``digests``; returns how many documents there were. ``seen(chunks)`` is called with each
+    group as it is taken.
 
     The documents are cut into pieces of at most ``_PIECE`` (never across chunks), and the
-    kernel threads take the next piece as they finish one: chunks of a few hundred
-    documents (an Arrow column as read) keep both threads busy to the end, where splitting
-    each chunk between the threads left one waiting at the end of every chunk. Only this
-    thread reports progress.
+    kernel threads take the next piece as they finish one, across groups: the thread that
+    finds a group used up takes the next group from ``groups`` (a reader may still be making
+    it) while the other finishes its piece. Chunks of a few hundred documents (an Arrow column
+    as read) keep both threads busy to the end; waiting for both at the end of each group of
+    a pass left a core idle 0.2-0.4 s of the 1.0-1.2 s the signatures took (benchmarks/RESULTS.md,
+    section 20). Only this thread reports progress.
     """
-    pieces = [
-        (k, lo, min(len(chunk), lo + _PIECE))
-        for k, chunk in enumerate(chunks)
-        for lo in range(0, len(chunk), _PIECE)
-    ]
-    workers = min(threads(), len(pieces))
-    taken = itertools.count()  # next() on it is atomic: each piece goes to one thread
+    total = [0]
+
+    def pieces() -> Iterator[tuple[TextBatch, int, int, int]]:
+        start = 0
+        for group in groups:
+            chunks = list(group)
+            if seen is not None:
+                seen(chunks)
+            firsts = _firsts(chunks)
+            if start + int(firsts[-1]) > sigs.shape[0]:
+                raise ValueError(f"the batches hold more than the {sigs.shape[0]} documents announced")
+            for k, chunk in enumerate(chunks):
+                for lo in range(0, len(chunk), _PIECE):
+                    yield chunk, start + int(firsts[k]) + lo, lo, min(len(chunk), lo + _PIECE)
+            start += int(firsts[-1])
+            total[0] = start
+
+    source = pieces()
+    lock = threading.Lock()  # one thread at a time runs the generator (and reads the next group)
+    workers = threads()
     done = [0]
 
+    def take() -> tuple[TextBatch, int, int, int] | None:
+        with lock:
+            return next(source, None)
+
     def work(worker: int) -> None:
-        while (i := next(taken)) < len(pieces):
-            k, lo, hi = pieces[i]
-            chunk, first = chunks[k], int(firsts[k])
+        while (piece := take()) is not None:
+            chunk, row, lo, hi = piece
             sub = TextBatch(chunk.data, chunk.offsets[lo : hi + 1])
-            rows = slice(first + lo, first + hi)
+            rows = slice(row, row + hi - lo)
             sigs[rows], counts[rows] = hasher.signatures_with_counts(
                 sub, parallel=workers <= 1, digests=digests[rows]
             )
@@ -654,7 +669,8 @@ def _signatures(
                 report(done[0])
 
     in_threads(work, workers)
-    report(int(firsts[-1]))
+    report(total[0])
+    return total[0]
 
 
 def _shingle_sets(
