@@ -252,7 +252,7 @@ def find_duplicates_in_passes(
             sigs,
             counts,
             digests,
-            functools.partial(_report_from, report, "signatures", 0, rows),
+            lambda done: report("signatures", done, rows),
             seen=seen,
         )
         if hashed != rows:
@@ -294,10 +294,6 @@ def _firsts(chunks: Sequence[TextBatch]) -> np.ndarray:
     firsts = np.zeros(len(chunks) + 1, dtype=np.int64)
     np.cumsum([len(c) for c in chunks], out=firsts[1:])
     return firsts
-
-
-def _report_from(report: Progress, stage: str, first: int, total: int, done: int) -> None:
-    report(stage, first + done, total)
 
 
 @dataclass
@@ -627,8 +623,9 @@ def _signatures(
     finds a group used up takes the next group from ``groups`` (a reader may still be making
     it) while the other finishes its piece. Chunks of a few hundred documents (an Arrow column
     as read) keep both threads busy to the end; waiting for both at the end of each group of
-    a pass left a core idle 0.2-0.4 s of the 1.0-1.2 s the signatures took (benchmarks/RESULTS.md,
-    section 20). Only this thread reports progress.
+    a pass left one idle 0.13-0.4 s of the 1.0-1.2 s the signatures took. Groups given as a
+    list (all in memory) use no more threads than they have pieces, so a piece alone is split
+    between the threads. Only this thread reports progress.
     """
     total = [0]
 
@@ -650,6 +647,8 @@ def _signatures(
     source = pieces()
     lock = threading.Lock()  # one thread at a time runs the generator (and reads the next group)
     workers = threads()
+    if isinstance(groups, Sequence):
+        workers = max(1, min(workers, sum(-(-len(c) // _PIECE) for group in groups for c in group)))
     done = [0]
 
     def take() -> tuple[TextBatch, int, int, int] | None:
