@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import json
+import os
 import struct
+import subprocess
+import sys
 import unicodedata
 from functools import cache
 from itertools import combinations, product
+from pathlib import Path
 
 import numpy as np
 import pytest
 import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numba import njit
 
 from neardup.config import DedupConfig, MinHashConfig, ShingleConfig, TextConfig
 from neardup.core.clusters import assign_clusters
-from neardup.core.hashing import splitmix64_stream, xxh64_bytes, xxh64_lanes
+from neardup.core.hashing import WINDOW_SCRATCH, splitmix64_stream, xxh64_bytes, xxh64_lanes, xxh64_windows
 from neardup.core.lsh import band_keys, build_buckets, candidate_pairs
 from neardup.core.minhash import MinHasher, permutations, signature_of_hashes
 from neardup.core.shingles import doc_shingles, shingle_hashes, shingle_sets
@@ -188,6 +194,30 @@ def test_xxh64_lanes_all_counts() -> None:
             assert int(xxh64_bytes(raw, 0, 8 * count, np.uint64(0))) == want
 
 
+@njit
+def _windows(
+    lanes: np.ndarray, start: int, count: int, n: int, out: np.ndarray, pos: int, work: np.ndarray
+) -> None:
+    xxh64_windows(lanes, start, count, n, out, pos, work)  # a helper: compiled callers only
+
+
+def test_xxh64_windows_all_sizes() -> None:
+    rng = np.random.default_rng(9)
+    lanes = rng.integers(0, 2**64 - 1, size=80, dtype=np.uint64, endpoint=True)
+    work = rng.integers(0, 2**64 - 1, size=(WINDOW_SCRATCH, 40), dtype=np.uint64, endpoint=True)
+    for n in range(1, 14):
+        for count in (0, 1, 2, 7, 8, 9, 33, 40):
+            for start in (0, 3):
+                out = np.full(count + 5, 7, dtype=np.uint64)
+                _windows(lanes, start, count, n, out, 2, work)
+                want = [
+                    xxhash.xxh64_intdigest(struct.pack(f"<{n}Q", *lanes[start + j : start + j + n].tolist()))
+                    for j in range(count)
+                ]
+                assert out[2 : 2 + count].tolist() == want, (n, count, start)
+                assert out[:2].tolist() == [7, 7] and out[2 + count :].tolist() == [7, 7, 7]
+
+
 def test_splitmix64_known_values() -> None:
     # Published SplitMix64 outputs for seed 0 (Vigna's reference implementation).
     assert ref_splitmix64(0, 3) == [0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F]
@@ -267,6 +297,47 @@ def test_signature_of_hashes_matches_reference(shingles: list[int], num_perm: in
     a, b = permutations(MinHashConfig(num_perm=num_perm, seed=seed))
     got = signature_of_hashes(np.array(shingles, dtype=np.uint64), a, b)
     assert got.tolist() == ref_signature(shingles, *ref_permutations(seed, num_perm))
+
+
+_OTHER_MULTIPLY = """
+import json, sys
+import numpy as np
+from neardup.core.hashing import VECTOR_MULTIPLY64
+from neardup.config import MinHashConfig
+from neardup.core.minhash import permutations, signature_of_hashes
+cases = json.loads(sys.stdin.read())
+out = []
+for shingles, num_perm, seed in cases:
+    a, b = permutations(MinHashConfig(num_perm=num_perm, seed=seed))
+    out.append(signature_of_hashes(np.array(shingles, dtype=np.uint64), a, b).tolist())
+print(json.dumps({"vector_multiply64": VECTOR_MULTIPLY64, "signatures": out}))
+"""
+
+
+def test_signatures_without_a_vector_multiply64(tmp_path: Path) -> None:
+    """The signature kernel has two ways to its products; the host's CPU picks one. The other
+    (32-bit products, for CPUs without AVX-512DQ) runs here with that feature turned off."""
+    from llvmlite import binding
+
+    features = binding.get_host_cpu_features().flatten().replace("+avx512dq", "-avx512dq")
+    rng = np.random.default_rng(11)
+    cases = [
+        (rng.integers(0, 2**64 - 1, size=size, dtype=np.uint64, endpoint=True).tolist(), num_perm, seed)
+        for size, num_perm, seed in [(0, 8, 1), (1, 128, 42), (2, 3, 7), (37, 128, 2**64 - 1), (600, 64, 5)]
+    ]
+    env = {**os.environ, "NUMBA_CPU_FEATURES": features, "NUMBA_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", _OTHER_MULTIPLY],
+        input=json.dumps(cases),
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    got = json.loads(done.stdout)
+    assert got["vector_multiply64"] is False
+    want = [ref_signature(shingles, *ref_permutations(seed, num_perm)) for shingles, num_perm, seed in cases]
+    assert got["signatures"] == want
 
 
 # --- LSH ------------------------------------------------------------------------------------------

@@ -93,14 +93,16 @@ def compile_tokeniser_helpers() -> None:
         xxh64_short,
         xxh64_stream_digest,
         xxh64_stream_lane,
+        xxh64_windows,
     )
-    from neardup.core.scan import _ascii_word, _fold, _token_hash, readonly, sort_unique
+    from neardup.core.scan import _ascii_word, _fold, _hash_tokens, _push_token, readonly, sort_unique
     from neardup.core.text import _decode
 
     i64, u64, flag = types.int64, types.uint64, types.boolean
     u64s, u32s, i64s = (typeof(np.empty(1, t)) for t in (np.uint64, np.uint32, np.int64))
     text = typeof(readonly(np.empty(1, np.uint8)))
     perms = typeof(no_permutations())
+    u64s_2d = typeof(np.empty((1, 1), np.uint64))
     helpers: list[tuple[Any, tuple[Any, ...]]] = [
         (update_signature, (u32s, u64s, i64, i64, perms, u64s)),
         (multiset_mix, (u64,)),
@@ -109,7 +111,9 @@ def compile_tokeniser_helpers() -> None:
         (xxh64_stream_digest, (u64s, u64, i64, i64)),
         (sort_unique, (u64s, i64, i64, i64s)),
         (xxh64_short, (u64, i64)),
-        (_token_hash, (u64s, u64, i64, i64)),
+        (_push_token, (u64s, i64s, i64, u64s, u64, i64, i64)),
+        (_hash_tokens, (u64s, i64s, i64, i64)),
+        (xxh64_windows, (u64s, i64, i64, i64, u64s, i64, u64s_2d)),
         (_ascii_word, (u64, flag, flag)),
         (xxh64_stream_lane, (u64s, u64, i64)),
     ]

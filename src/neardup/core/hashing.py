@@ -151,6 +151,59 @@ def xxh64_lanes(lanes: np.ndarray, start: int, count: int) -> np.uint64:
     return _avalanche(h)
 
 
+WINDOW_SCRATCH = 4
+"""Rows of scratch space (uint64[4, count]) :func:`xxh64_windows` needs for ``count`` windows."""
+
+
+@helper
+def xxh64_windows(
+    lanes: np.ndarray, start: int, count: int, n: int, out: np.ndarray, pos: int, work: np.ndarray
+) -> None:
+    """``out[pos + j] = xxh64_lanes(lanes, start + j, n)`` for ``j < count``: the hashes of
+    ``count`` overlapping windows of ``n`` lanes (the shingles of a run of token hashes).
+
+    Computed a step of XXH64 at a time for all the windows (each step a loop over the windows
+    with no branch, which LLVM turns into vector code) rather than one window after
+    another, whose steps are a chain of dependent multiplications. ``work`` is
+    uint64[``WINDOW_SCRATCH``, at least ``count``], of any content.
+    """
+    h = out[pos : pos + count]
+    first = U64(start)  # unsigned indices: no negative-index check in the loops
+    p = U64(0)
+    nn = U64(n)
+    if n >= 4:
+        v1 = work[0, :count]
+        v2 = work[1, :count]
+        v3 = work[2, :count]
+        v4 = work[3, :count]
+        for j in range(count):
+            v1[j] = _P1 + _P2
+            v2[j] = _P2
+            v3[j] = U64(0)
+            v4[j] = U64(0) - _P1
+        while p + U64(4) <= nn:
+            at = first + p
+            for j in range(count):
+                k = at + U64(j)
+                v1[j] = _round(v1[j], lanes[k])
+                v2[j] = _round(v2[j], lanes[k + U64(1)])
+                v3[j] = _round(v3[j], lanes[k + U64(2)])
+                v4[j] = _round(v4[j], lanes[k + U64(3)])
+            p += U64(4)
+        for j in range(count):
+            h[j] = _converge(v1[j], v2[j], v3[j], v4[j]) + U64(8 * n)
+    else:
+        for j in range(count):
+            h[j] = _P5 + U64(8 * n)
+    while p < nn:
+        at = first + p
+        for j in range(count):
+            h[j] = _rotl(h[j] ^ _round(U64(0), lanes[at + U64(j)]), U64(27)) * _P1 + _P4
+        p += U64(1)
+    for j in range(count):
+        h[j] = _avalanche(h[j])
+
+
 @hot_helper
 def multiset_mix(h: np.uint64) -> np.uint64:
     """SplitMix64's finaliser of a shingle hash: a document's digest is the sum of its shingles'
@@ -246,6 +299,8 @@ class Permutations(NamedTuple):
     extra ones have ``a = b = 0``, and their signature values are ignored).
     """
 
+    a: np.ndarray  # uint64[m]: the multipliers
+    b: np.ndarray  # uint64[m]: the offsets
     a_lo: np.ndarray  # uint32[m]: the low 32 bits of each a
     a_hi: np.ndarray  # uint32[m]: the high 32 bits
     a_lo_pairs: np.ndarray  # uint64[m / 2]: a_lo again, two to a uint64 (even, odd)
@@ -263,6 +318,8 @@ def pack_permutations(a: np.ndarray, b: np.ndarray) -> Permutations:
     a_lo = (a_pad & np.uint64(0xFFFFFFFF)).astype(np.uint32)
     a_hi = (a_pad >> np.uint64(32)).astype(np.uint32)
     return Permutations(
+        a_pad,
+        b_pad,
         a_lo,
         a_hi,
         a_lo.view(np.uint64).copy(),
@@ -275,7 +332,21 @@ def no_permutations() -> Permutations:
     """Empty ``Permutations``, for a scan that makes no signatures."""
     u32 = np.empty(0, dtype=np.uint32)
     u64 = np.empty(0, dtype=np.uint64)
-    return Permutations(u32, u32, u64, u64, u64)
+    return Permutations(u64, u64, u32, u32, u64, u64, u64)
+
+
+def _vector_multiply64() -> bool:
+    """Whether numba compiles for a CPU with a 64-bit vector multiply (AVX-512DQ's ``vpmullq``):
+    the features it targets are ``NUMBA_CPU_FEATURES`` when set, else the host's."""
+    from llvmlite import binding  # type: ignore[import-untyped]
+    from numba.core import config
+
+    features = getattr(config, "CPU_FEATURES", None) or binding.get_host_cpu_features().flatten()
+    return "+avx512dq" in features.split(",")
+
+
+VECTOR_MULTIPLY64 = _vector_multiply64()
+"""``update_signature`` multiplies 64-bit lanes directly (compiled in as a constant)."""
 
 
 @kernel  # compiled once, not copied into its three call sites in the tokeniser
@@ -291,11 +362,23 @@ def update_signature(
     32x32->64-bit product and two 32-bit ones instead of a 64-bit product (which
     AVX2 does not have). The first loop makes the 64-bit parts of two permutations
     in each uint64 lane, even ones in the low half; the second adds the 32-bit
-    parts and takes the minimums, eight permutations to a vector. Two shingles go
+    parts and takes the minimums, eight permutations to a vector. With
+    ``VECTOR_MULTIPLY64`` the 64-bit products are taken as they are, in one loop. Two shingles go
     through each pass, so the coefficients are loaded half as often. ``work`` is
     scratch space, uint64[m].
     """
     m = perms.a_lo.size
+    if VECTOR_MULTIPLY64:
+        a = perms.a
+        b = perms.b
+        for s in range(lo, hi, 2):
+            x = shingles[s]
+            y = shingles[s + 1] if s + 1 < hi else x
+            for i in range(m):
+                u = np.uint32((a[i] * x + b[i]) >> U64(32))
+                v = np.uint32((a[i] * y + b[i]) >> U64(32))
+                sig[i] = min(sig[i], min(u, v))
+        return
     half = m // 2
     a_lo = perms.a_lo
     a_hi = perms.a_hi

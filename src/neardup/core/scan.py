@@ -22,6 +22,7 @@ import numpy as np
 
 from neardup.core.hashing import (
     U64,
+    WINDOW_SCRATCH,
     Permutations,
     multiset_mix,
     no_permutations,
@@ -30,6 +31,7 @@ from neardup.core.hashing import (
     xxh64_short,
     xxh64_stream_digest,
     xxh64_stream_lane,
+    xxh64_windows,
 )
 from neardup.core.jit import helper, hot_helper, in_threads, kernel, threads
 from neardup.core.text import (
@@ -110,13 +112,35 @@ def _ascii_word(w: np.uint64, alnum: bool, lower: bool) -> tuple[int, np.uint64]
     return run, w & (low - U64(1))  # type: ignore[return-value]  # np.int64 is numba's int
 
 
+_HASHED = 9
+"""``lens[i]`` of a token whose hash is already in ``tokens[i]`` (a short one's is ``0-8``: its
+bytes are there, hashed by :func:`_hash_tokens` when its shingles are made)."""
+
+
 @hot_helper
-def _token_hash(stream: np.ndarray, cur: np.uint64, nbits: int, tlen: int) -> np.uint64:
-    """The XXH64 of the token just ended: its last ``nbits / 8`` bytes in ``cur``, the lanes
-    before them (``tlen`` bytes in all past eight) already fed to ``stream``."""
+def _push_token(
+    tokens: np.ndarray, lens: np.ndarray, nt: int, stream: np.ndarray, cur: np.uint64, nbits: int, tlen: int
+) -> None:
+    """The token just ended into ``tokens[nt]``: its last ``nbits / 8`` bytes are in ``cur``, the
+    lanes before them (``tlen`` bytes in all past eight) already fed to ``stream``. A token of
+    up to eight bytes is kept as its bytes, to be hashed later with the others."""
     if tlen <= 8:
-        return xxh64_short(cur, tlen)
-    return xxh64_stream_digest(stream, cur, nbits, tlen)
+        tokens[nt] = cur
+        lens[nt] = tlen
+    else:
+        tokens[nt] = xxh64_stream_digest(stream, cur, nbits, tlen)
+        lens[nt] = _HASHED
+
+
+@hot_helper
+def _hash_tokens(tokens: np.ndarray, lens: np.ndarray, lo: int, hi: int) -> None:
+    """The XXH64 of each short token of ``tokens[lo:hi]`` in place of its bytes: one loop with no
+    branch, which LLVM turns into vector code."""
+    for i in range(U64(lo), U64(hi)):
+        x = tokens[i]
+        length = lens[i]
+        h = xxh64_short(x, length)
+        tokens[i] = h if length <= 8 else x
 
 
 SMALL_SORT = 16
@@ -241,6 +265,7 @@ def _fold(
 @helper
 def _flush(
     tokens: np.ndarray,
+    lens: np.ndarray,
     nt: int,
     fresh: int,
     ntok: int,
@@ -254,12 +279,16 @@ def _flush(
     perms: Permutations,
     work: np.ndarray,
     digest: np.ndarray,
+    windows: np.ndarray,
 ) -> tuple[int, int]:
     """The shingles that end at ``tokens[fresh:nt]`` (windows of n token hashes or, at
     the end of a document of fewer than n tokens, all of them) into ``out[pos:hi]``,
     folded into ``sig`` (and their :func:`~neardup.core.hashing.multiset_mix` added to
-    ``digest[0]``) when it is not empty. Keeps the last ``n - 1`` token hashes at the front
-    of ``tokens``; returns ``(how many that is, the new pos)``."""
+    ``digest[0]``) when it is not empty. ``tokens[fresh:nt]`` are first hashed where
+    ``lens`` says they are still bytes (see :func:`_push_token`); ``windows`` is scratch
+    space for :func:`~neardup.core.hashing.xxh64_windows`. Keeps the last ``n - 1`` token
+    hashes at the front of ``tokens``; returns ``(how many that is, the new pos)``."""
+    _hash_tokens(tokens, lens, fresh, nt)
     folding = sig.size > 0
     last = max(fresh, n - 1)  # the next window ends at tokens[last]
     while last < nt:
@@ -269,9 +298,8 @@ def _flush(
             _fold(sig, out, lo, pos, perms, work, digest)
             pos = lo
         stop = min(nt, last + hi - pos)
-        for end in range(last, stop):
-            out[pos] = xxh64_lanes(tokens, end - n + 1, n)
-            pos += 1
+        xxh64_windows(tokens, last - n + 1, stop - last, n, out, pos, windows)
+        pos += stop - last
         last = stop
     if finished and 0 < ntok < n:  # the whole of a short document, once
         if folding and pos == hi:
@@ -338,6 +366,8 @@ def scan_part(
     folding = mode == SIGNATURES
     m = perms.a_lo.size
     tokens = np.empty(_TOKENS, dtype=np.uint64)
+    windows = np.empty((WINDOW_SCRATCH, _TOKENS), dtype=np.uint64)
+    lens = np.empty(_TOKENS, dtype=np.int64)  # see _push_token
     stream = np.empty(8, dtype=np.uint64)  # xxh64_stream_lane starts it afresh
     exp_cp = np.empty(_EXPANSION_CAP, dtype=np.int64)
     exp_cls = np.empty(_EXPANSION_CAP, dtype=np.int64)
@@ -419,7 +449,22 @@ def scan_part(
                     if finished and 0 < ntok < n:
                         shingles += 1
                     nt, pos = _flush(
-                        tokens, nt, fresh, ntok, n, finished, out, lo, hi, pos, sig, perms, work, digest
+                        tokens,
+                        lens,
+                        nt,
+                        fresh,
+                        ntok,
+                        n,
+                        finished,
+                        out,
+                        lo,
+                        hi,
+                        pos,
+                        sig,
+                        perms,
+                        work,
+                        digest,
+                        windows,
                     )
                     fresh = nt
                     if finished:
@@ -489,7 +534,7 @@ def scan_part(
                                 break
                             if ends is not None and ntok < ends.size:
                                 ends[ntok] = blen
-                            tokens[nt] = _token_hash(stream, cur, nbits, tlen)
+                            _push_token(tokens, lens, nt, stream, cur, nbits, tlen)
                             nt += 1
                             ntok += 1
                             in_tok = False
@@ -517,7 +562,7 @@ def scan_part(
                         if in_tok:
                             if ends is not None and ntok < ends.size:
                                 ends[ntok] = blen
-                            tokens[nt] = _token_hash(stream, cur, nbits, tlen)
+                            _push_token(tokens, lens, nt, stream, cur, nbits, tlen)
                             nt += 1
                             ntok += 1
                         if rec is not None:
@@ -571,7 +616,7 @@ def scan_part(
                     if in_tok and (char_mode or ends_token):
                         if ends is not None and ntok < ends.size:
                             ends[ntok] = blen
-                        tokens[nt] = _token_hash(stream, cur, nbits, tlen)
+                        _push_token(tokens, lens, nt, stream, cur, nbits, tlen)
                         nt += 1
                         ntok += 1
                         in_tok = False
@@ -590,6 +635,7 @@ def scan_part(
                             if ends is not None and ntok < ends.size:
                                 ends[ntok] = blen
                             tokens[nt] = SPACE_TOKEN_HASH
+                            lens[nt] = _HASHED
                             nt += 1
                             ntok += 1
                         pending_space = False
