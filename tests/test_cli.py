@@ -400,6 +400,60 @@ def test_command_never_imports_scipy_but_numba_in_the_library_does(tmp_path: Pat
     assert marker.read_text(encoding="utf-8").splitlines() == ["scipy"]
 
 
+def test_command_hides_cffi_and_yaml_from_numba_only(tmp_path: Path) -> None:
+    """numba imports cffi (for kernels calling cffi functions) and PyYAML (to read a
+    ``.numba_config.yaml``) as it starts; the command hides both from numba alone, and PyYAML only
+    while the working folder has no such file. Stand-in packages on the path write a file when
+    imported."""
+    import os
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    marker = tmp_path / "imported"
+    for name in ("cffi", "yaml"):
+        (site / name).mkdir(parents=True)
+        (site / name / "__init__.py").write_text(
+            f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n"
+            "class FFI:\n    pass\n"
+            "def safe_load(stream):\n    return {}\n",
+            encoding="utf-8",
+        )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    texts = ["a cat sat on the warm mat today", "rain fell over the quiet town", "ships sail at dawn"]
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"text": texts[i % 3]}) + "\n" for i in range(9)), encoding="utf-8")
+    work = tmp_path / "work"
+    work.mkdir()
+
+    def dedup(out: str) -> None:
+        command = [
+            sys.executable,
+            "-c",
+            "from neardup.cli import run; run()",
+            "dedup",
+            str(corpus),
+            "-o",
+            out,
+            "-q",
+        ]
+        done = subprocess.run(command, env=env, cwd=work, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert len((work / out / "deduped.jsonl").read_text(encoding="utf-8").splitlines()) == 3
+
+    dedup("out")
+    assert not marker.exists()
+    # a numba config file in the working folder is read as numba reads it
+    (work / ".numba_config.yaml").write_text("", encoding="utf-8")
+    dedup("out2")
+    assert marker.read_text(encoding="utf-8").splitlines() == ["yaml"]
+    marker.unlink()
+    # inside the command, every other module imports them as usual
+    script = "from neardup.cli import _hide_unused; _hide_unused(); import cffi, yaml"
+    subprocess.run([sys.executable, "-c", script], env=env, cwd=tmp_path, check=True, capture_output=True)
+    assert marker.read_text(encoding="utf-8").splitlines() == ["cffi", "yaml"]
+
+
 def _pandas_after_a_numpy_conversion() -> bool:
     import subprocess
     import sys
