@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Any, Literal, NoReturn
 
 import click
@@ -839,7 +840,7 @@ class _WithoutUnused(importlib.abc.MetaPathFinder):
 def _importer() -> str | None:
     """The module whose import statement is being carried out (the first frame outside the
     import machinery and this finder)."""
-    frame = sys._getframe(2)  # _importer's caller is find_spec
+    frame: FrameType | None = sys._getframe(2)  # _importer's caller is find_spec
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
         if not name.startswith(("importlib", "_frozen_importlib")):
