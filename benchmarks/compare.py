@@ -906,7 +906,8 @@ def targets_table(rows: Sequence[Summary], corpus: str) -> str:
             body.append(
                 [
                     f"F1 >= {other}'s",
-                    f"{nd.scores.f1:.4f} vs {o.scores.f1:.4f}",
+                    f"{nd.scores.f1:.4f} vs {o.scores.f1:.4f} "
+                    f"({nd.scores.tp:,} vs {o.scores.tp:,} true pairs found)",
                     _yes(nd.scores.f1 >= o.scores.f1),
                 ]
             )
