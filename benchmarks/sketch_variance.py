@@ -112,9 +112,9 @@ def random_table(args: argparse.Namespace, engines: dict[str, Sketcher], bands: 
         left, right = random_pairs(rng, union, args.threshold, args.pairs)
         exact = np.full(args.pairs, (left[0].size + right[0].size - union) / union)
         binomial = math.sqrt(exact[0] * (1 - exact[0]) / args.num_perm)
+        strings_l = [[str(v) for v in h] for h in left]
+        strings_r = [[str(v) for v in h] for h in right]
         for name, sketch in engines.items():
-            strings_l = [[str(v) for v in h] for h in left]
-            strings_r = [[str(v) for v in h] for h in right]
             got = spread(sketch(strings_l, left, []), sketch(strings_r, right, []), exact, bands, rows)
             body.append(
                 [
@@ -149,15 +149,16 @@ def corpus_table(args: argparse.Namespace, bands: int, rows: int) -> str:
     left = [row_of[a] for a, _, _ in near]
     right = [row_of[b] for _, b, _ in near]
     print(f"duplicate-heavy: {len(near):,} planted pairs at exact Jaccard {args.threshold} +- {args.window}")
+    makers: dict[str, Callable[[int], Sketcher]] = {
+        "neardup": lambda seed: neardup_from_texts(args.num_perm, seed, args.ngram),
+        "rensa": lambda seed: rensa_from_strings(args.num_perm, seed),
+        "datasketch": lambda seed: datasketch_from_strings(args.num_perm, seed),
+    }
     body = []
-    for name in ("neardup", "rensa", "datasketch"):
+    for name, make in makers.items():
         found = []
         for seed in args.seeds:
-            sketch = {
-                "neardup": neardup_from_texts(args.num_perm, seed, args.ngram),
-                "rensa": rensa_from_strings(args.num_perm, seed),
-                "datasketch": datasketch_from_strings(args.num_perm, seed),
-            }[name]
+            sketch = make(seed)
             sigs = sketch([strings[d] for d in need], [hashes[d] for d in need], [texts[d] for d in need])
             found.append(spread(sigs[left], sigs[right], exact, bands, rows))
         body.append(
