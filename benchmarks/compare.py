@@ -119,6 +119,7 @@ class Settings:
     bands: int
     rows: int
     seed: int = 42
+    sketch: str = "stratified"
     id_field: str = "id"
     text_field: str = "text"
 
@@ -620,6 +621,7 @@ def neardup_settings(args: argparse.Namespace) -> Settings:
         bands=bands,
         rows=rows,
         seed=cfg.minhash.seed,
+        sketch=args.sketch,
         id_field=args.id_field,
         text_field=args.text_field,
     )
@@ -794,7 +796,7 @@ def run_neardup(
     cmd = [neardup_executable(), "dedup", str(corpus.path), "-o", str(out), "-q"]
     cmd += ["--id-column", s.id_field, "--text-column", s.text_field, "--shingle", s.shingle]
     cmd += ["--ngram", str(s.ngram), "--num-perm", str(s.num_perm), "--threshold", str(s.threshold)]
-    cmd += ["--seed", str(s.seed)]
+    cmd += ["--seed", str(s.seed), "--sketch", s.sketch]
     if workers is not None:
         cmd += ["--workers", str(workers)]
     if memory_limit is not None:
@@ -993,6 +995,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--num-perm", type=int, default=128, help="MinHash permutations (default: 128)")
     add("--threshold", type=float, default=0.8, help="Jaccard threshold (default: 0.8)")
     add("--seed", type=int, default=42, help="seed of the permutations, for every pipeline (default: 42)")
+    add(
+        "--sketch",
+        choices=("stratified", "classic"),
+        default="stratified",
+        help="neardup's MinHash sketch (default: stratified)",
+    )
     add("--corpus-seed", type=int, default=0, help="seed of the generated corpus (default: 0)")
     add("--rounds", type=int, default=3, help="rounds; medians are shown (default: 3)")
     add("--pipelines", default=",".join(("neardup", *OTHERS)), help="which to run (neardup always runs)")
@@ -1034,6 +1042,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         bands=args.bands,
         rows=args.rows,
         seed=args.seed,
+        sketch=args.sketch,
         id_field=args.id_field,
         text_field=args.text_field,
     )

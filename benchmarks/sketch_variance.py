@@ -7,7 +7,7 @@ positions are negatively dependent (each element wins few positions, so the posi
 minima come from different elements, as in sampling without replacement) spreads less.
 
 * random sets: pairs of sets of random 64-bit values with exact Jaccard 0.8, at several
-  union sizes; neardup's ``signature_of_hashes``, rensa's
+  union sizes; neardup's ``signature_of_hashes`` (both sketches), rensa's
   ``RMinHash.digest_matrix_from_token_hash_sets`` and datasketch's ``MinHash.bulk`` (on the
   values' decimal strings). Printed: the mean and standard deviation of (estimate - J), the
   binomial figure, and the share of pairs that share an LSH band at neardup's shape.
@@ -38,19 +38,25 @@ Sketcher = Callable[[list[list[str]], list[np.ndarray], list[str]], np.ndarray]
 """(shingle strings, shingle hashes, texts) of some documents -> signatures, one row each."""
 
 
-def neardup_from_hashes(num_perm: int, seed: int) -> Sketcher:
+def neardup_from_hashes(num_perm: int, seed: int, sketch: str = "stratified") -> Sketcher:
     from neardup.config import MinHashConfig
     from neardup.core.minhash import permutations, signature_of_hashes
 
     a, b = permutations(MinHashConfig(num_perm=num_perm, seed=seed))
-    return lambda _s, hashes, _t: np.array([signature_of_hashes(h, a, b) for h in hashes])
+    stratified = sketch == "stratified"
+
+    def sketch_all(_s: list[list[str]], hashes: list[np.ndarray], _t: list[str]) -> np.ndarray:
+        return np.array([signature_of_hashes(h, a, b, stratified=stratified) for h in hashes])
+
+    return sketch_all
 
 
-def neardup_from_texts(num_perm: int, seed: int, ngram: int) -> Sketcher:
+def neardup_from_texts(num_perm: int, seed: int, ngram: int, sketch: str = "stratified") -> Sketcher:
     from neardup.config import MinHashConfig, ShingleConfig
     from neardup.core.minhash import MinHasher
 
-    hasher = MinHasher(MinHashConfig(num_perm=num_perm, seed=seed), shingle=ShingleConfig(n=ngram))
+    config = MinHashConfig(num_perm=num_perm, seed=seed, sketch=sketch)  # type: ignore[arg-type]
+    hasher = MinHasher(config, shingle=ShingleConfig(n=ngram))
     return lambda _s, _h, texts: hasher.signatures(texts)
 
 
@@ -151,6 +157,7 @@ def corpus_table(args: argparse.Namespace, bands: int, rows: int) -> str:
     print(f"duplicate-heavy: {len(near):,} planted pairs at exact Jaccard {args.threshold} +- {args.window}")
     makers: dict[str, Callable[[int], Sketcher]] = {
         "neardup": lambda seed: neardup_from_texts(args.num_perm, seed, args.ngram),
+        "neardup classic": lambda seed: neardup_from_texts(args.num_perm, seed, args.ngram, "classic"),
         "rensa": lambda seed: rensa_from_strings(args.num_perm, seed),
         "datasketch": lambda seed: datasketch_from_strings(args.num_perm, seed),
     }
@@ -201,6 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{args.num_perm} permutations, threshold {args.threshold}, LSH {bands} bands x {rows} rows\n")
     engines = {
         "neardup": neardup_from_hashes(args.num_perm, 42),
+        "neardup classic": neardup_from_hashes(args.num_perm, 42, "classic"),
         "rensa": rensa_from_hashes(args.num_perm, 42),
         "datasketch": datasketch_from_strings(args.num_perm, 42),
     }

@@ -165,11 +165,34 @@ def ref_permutations(seed: int, num_perm: int) -> tuple[list[int], list[int]]:
     return [x | 1 for x in stream[0::2]], stream[1::2]
 
 
-def ref_signature(shingles: Iterable[int], a: Sequence[int], b: Sequence[int]) -> list[int]:
+def _ref_mix(h: int) -> int:
+    z = ((h ^ (h >> 30)) * SM_M1) & M64
+    z = ((z ^ (z >> 27)) * SM_M2) & M64
+    return z ^ (z >> 31)
+
+
+def ref_signature(
+    shingles: Iterable[int], a: Sequence[int], b: Sequence[int], sketch: str = "stratified"
+) -> list[int]:
+    """MinHash as the docs define it: permutation i's value of shingle x is the top 32 bits of
+    ``a_i * x + b_i`` (classic); stratified, its top t bits are replaced by the stratum
+    ``(start + i * step) mod 2**t`` from a SplitMix64 mix of x (2**t >= num_perm)."""
     xs = list(shingles)
     if not xs:
         return [EMPTY_VALUE] * len(a)
-    return [min(((ai * x + bi) & M64) >> 32 for x in xs) for ai, bi in zip(a, b, strict=True)]
+    t = (len(a) - 1).bit_length() if sketch == "stratified" else 0
+    out = []
+    for i, (ai, bi) in enumerate(zip(a, b, strict=True)):
+        best = EMPTY_VALUE + 1
+        for x in xs:
+            value = ((ai * x + bi) & M64) >> 32
+            if t:
+                z = _ref_mix(x)
+                start, step = (z >> 32) >> (32 - t), ((z & 0xFFFFFFFF) >> (32 - t)) | 1
+                value = (((start + i * step) % (1 << t)) << (32 - t)) | (value >> t)
+            best = min(best, value)
+        out.append(best)
+    return out
 
 
 def ref_jaccard(set_a: Iterable[int], set_b: Iterable[int]) -> float:

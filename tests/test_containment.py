@@ -94,7 +94,12 @@ def test_containment_estimate_within_four_sigma(
     estimate = float(estimate_containment(np.array(jaccard), q, x, direction))  # type: ignore[arg-type]
     truth = shared / (q if direction == "query_in_doc" else x)
     sigma = float(containment_sigma(np.array(truth), q, x, direction, sig_q.size))  # type: ignore[arg-type]
-    assert abs(estimate - truth) <= 4 * sigma + 1e-9
+    # The estimate moves in steps of one agreeing position; where fewer than one is expected
+    # (shared=1 of 19 query words, 2,309 doc words: J = 0.0004), one lucky agreement (a 5%
+    # chance) is more than four of the delta method's sigmas, so one step is allowed on top.
+    true_j = shared / (q + x - shared)
+    step = float(estimate_containment(np.array(true_j + 1 / sig_q.size), q, x, direction)) - truth  # type: ignore[arg-type]
+    assert abs(estimate - truth) <= 4 * sigma + step + 1e-9
 
 
 def test_partitions_cover_every_size_once() -> None:

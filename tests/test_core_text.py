@@ -146,22 +146,30 @@ def test_exactly_n_tokens_has_one_shingle() -> None:
 
 def test_golden_signatures() -> None:
     # Pinned values: if these change, signatures written earlier no longer match and
-    # HASH_VERSION must be bumped (and this test updated with it).
+    # HASH_VERSION must be bumped (and this test updated with it). Both sketches are pinned:
+    # indexes and work dirs of either kind are read back.
     text = "The quick brown fox jumps over the lazy dog"
-    word = MinHasher(MinHashConfig(num_perm=8, seed=42), shingle=ShingleConfig(mode="word", n=5)).signatures(
-        [text]
-    )
-    char = MinHasher(MinHashConfig(num_perm=8, seed=42), shingle=ShingleConfig(mode="char", n=3)).signatures(
-        [text]
-    )
+
+    def sig(mode: str, n: int, sketch: str) -> list[list[int]]:
+        config = MinHashConfig(num_perm=8, seed=42, sketch=sketch)  # type: ignore[arg-type]
+        out = MinHasher(config, shingle=ShingleConfig(mode=mode, n=n)).signatures([text])  # type: ignore[arg-type]
+        assert out.dtype == np.uint32
+        return out.tolist()
+
     assert HASH_VERSION == 1
-    assert word.tolist() == [
+    assert sig("word", 5, "classic") == [
         [134395067, 446035925, 55051697, 657509804, 754093827, 1103839147, 667912027, 523835591]
     ]
-    assert char.tolist() == [
+    assert sig("char", 3, "classic") == [
         [15884426, 339217555, 224835248, 60807826, 155550150, 26727883, 55168601, 261321821]
     ]
-    assert word.dtype == np.uint32
+    assert sig("word", 5, "stratified") == [
+        [2485175528, 1378255969, 796692361, 473036820, 98261695, 181950372, 154046014, 369506944]
+    ]
+    assert sig("char", 3, "stratified") == [
+        [80501874, 44173360, 205989417, 21450174, 86204188, 288125309, 10058953, 221744464]
+    ]
+    assert MinHashConfig().sketch == "stratified"
 
 
 # Letters, combining marks in both orders, precomposed forms, compatibility forms; no Hangul.

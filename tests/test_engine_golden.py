@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from neardup import find_duplicates
+from neardup.config import DedupConfig
 from neardup.engines import dedup_external
+from neardup.errors import ConfigError
 from neardup.pipeline import arrow_to_batch
 from test_engine_external import assert_same
 
@@ -38,6 +42,21 @@ def test_golden_work_dir_resumes_with_nothing_to_do(tmp_path: Path) -> None:
     texts = pa.array(_maker.TEXTS, pa.string())
     assert_same(got, find_duplicates(arrow_to_batch(texts), _maker.CONFIG))
     assert got.groups() == [[0, 2, 5], [4, 9], [6, 7], [11, 3, 8]]  # "   " is the longest empty one
+
+
+def test_golden_work_dir_of_the_classic_sketch_is_refused_by_name_under_the_stratified_one(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    shutil.copytree(GOLDEN / "work-v1", work)
+    config = DedupConfig.create(keep="longest", match_empty=True)
+    assert config.minhash.sketch == "stratified"
+    with pytest.raises(ConfigError, match=re.escape('minhash.sketch: "classic" there, "stratified" here')):
+        dedup_external(_maker.table(), config, work_dir=work, memory_limit=_maker.MEMORY_LIMIT)
+    assert json.loads((work / "manifest.json").read_text())["config"]["minhash"] == {
+        "num_perm": 128,
+        "seed": 42,
+    }
 
 
 def test_golden_spill_files_are_raw_little_endian_arrays() -> None:

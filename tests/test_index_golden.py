@@ -59,6 +59,9 @@ def golden_copy(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
 def test_golden_index_opens_with_its_settings_and_documents(golden_copy: Path) -> None:
     with LSHIndex.open(golden_copy) as index:
         assert index.settings.to_dict() == SETTINGS
+        # made before the stratified sketch: read as classic, and queried with it
+        assert index.settings.sketch == "classic" and index.stats()["settings"]["sketch"] == "classic"
+        assert index.settings.to_config().minhash.sketch == "classic"
         assert list(index.storage.keys()) == list(TEXTS)
         assert len(index) == len(TEXTS) and "zh-2" in index
 

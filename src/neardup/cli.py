@@ -23,7 +23,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from neardup import __version__, interrupts
-from neardup.config import KEEP_POLICIES, TOKENIZERS, DedupConfig, KeepPolicy, ShingleMode, Tokenizer
+from neardup.config import (
+    KEEP_POLICIES,
+    SKETCHES,
+    TOKENIZERS,
+    DedupConfig,
+    KeepPolicy,
+    ShingleMode,
+    Sketch,
+    Tokenizer,
+)
 from neardup.core.malloc_arenas import share_one_arena
 from neardup.redaction import redact_url
 
@@ -131,6 +140,16 @@ _num_perm = click.option(
 _seed = click.option(
     "--seed", type=int, default=None, help=f"Seed of the permutations.  [default: {_D.minhash.seed}]"
 )
+_SKETCH_HELP = (
+    "MinHash sketch: stratified (each shingle in a different stratum of every permutation; "
+    "a steadier estimate) or classic (independent permutations, as in older indexes)."
+)
+_sketch = click.option(
+    "--sketch",
+    type=click.Choice(list(SKETCHES)),
+    default=None,
+    help=f"{_SKETCH_HELP}  [default: {_D.minhash.sketch}]",
+)
 _threshold = click.option(
     "--threshold",
     type=float,
@@ -181,7 +200,19 @@ _index_option = click.option(
 def _settings_options(f: Any) -> Any:
     """The options that decide signatures and banding, in the order ``dedup`` shows them."""
     for option in reversed(
-        (_shingle, _ngram, _tokenizer, _num_perm, _seed, _threshold, _bands, _rows, _nfkc, _keep_accents)
+        (
+            _shingle,
+            _ngram,
+            _tokenizer,
+            _num_perm,
+            _seed,
+            _sketch,
+            _threshold,
+            _bands,
+            _rows,
+            _nfkc,
+            _keep_accents,
+        )
     ):
         f = option(f)
     return _keep_case(_keep_punctuation(f))
@@ -199,6 +230,7 @@ def _index_settings_options(f: Any) -> Any:
         ("--tokenizer", {"type": click.Choice(list(TOKENIZERS))}, _TOKENIZER_HELP),
         ("--num-perm", {"type": int}, "MinHash permutations."),
         ("--seed", {"type": int}, "Seed of the permutations."),
+        ("--sketch", {"type": click.Choice(list(SKETCHES))}, _SKETCH_HELP),
         ("--threshold", {"type": float}, "Jaccard similarity that makes a duplicate."),
         ("--bands", {"type": int}, "LSH bands (with --rows)."),
         ("--rows", {"type": int}, "Rows per LSH band (with --bands)."),
@@ -235,6 +267,7 @@ def _index_settings_options(f: Any) -> Any:
 @_tokenizer
 @_num_perm
 @_seed
+@_sketch
 @_threshold
 @_bands
 @_rows
@@ -385,6 +418,7 @@ def dedup(
     tokenizer: Tokenizer | None,
     num_perm: int | None,
     seed: int | None,
+    sketch: Sketch | None,
     threshold: float | None,
     bands: int | None,
     rows: int | None,
@@ -428,7 +462,7 @@ def dedup(
     duplicate of that document's key, and so is every row clustered with it.
     Ids in the tables are then strings, and annotated, duplicates and
     candidate_pairs gain a matched_index column. The run uses the index's
-    settings; a differing --shingle, --ngram, --tokenizer, --num-perm, --seed, --threshold,
+    settings; a differing --shingle, --ngram, --tokenizer, --num-perm, --seed, --sketch, --threshold,
     --bands/--rows or normalisation option is refused. With --update-index the
     kept rows are added to the index (after the outputs are written), so the
     same command run again drops every row.
@@ -479,6 +513,7 @@ def dedup(
         tokenizer=tokenizer,
         num_perm=num_perm,
         seed=seed,
+        sketch=sketch,
         threshold=threshold,
         bands=bands,
         rows=rows,
@@ -638,6 +673,7 @@ _FLAGS = {
     "bands": "--bands",
     "rows": "--rows",
     "seed": "--seed",
+    "sketch": "--sketch",
 }
 _FLAG_WORDS = re.compile(r"(?<![\w-])(" + "|".join(re.escape(k) for k in _FLAGS) + r")(?![\w-])")
 
@@ -798,6 +834,7 @@ def _given_settings(
     tokenizer: Tokenizer | None,
     num_perm: int | None,
     seed: int | None,
+    sketch: Sketch | None,
     threshold: float | None,
     bands: int | None,
     rows: int | None,
@@ -813,6 +850,7 @@ def _given_settings(
         "tokenizer": tokenizer,
         "num_perm": num_perm,
         "seed": seed,
+        "sketch": sketch,
         "threshold": threshold,
         "bands": bands,
         "rows": rows,

@@ -37,7 +37,7 @@ from neardup.cli import (
     _text_column,
     main,
 )
-from neardup.config import DedupConfig, ShingleMode, Tokenizer
+from neardup.config import DedupConfig, ShingleMode, Sketch, Tokenizer
 from neardup.redaction import redact_url
 
 # -- the index -----------------------------------------------------------------------------------
@@ -124,6 +124,7 @@ def index_build(
     tokenizer: Tokenizer | None,
     num_perm: int | None,
     seed: int | None,
+    sketch: Sketch | None,
     threshold: float | None,
     bands: int | None,
     rows: int | None,
@@ -156,6 +157,7 @@ def index_build(
         tokenizer=tokenizer,
         num_perm=num_perm,
         seed=seed,
+        sketch=sketch,
         threshold=threshold,
         bands=bands,
         rows=rows,
@@ -203,6 +205,7 @@ def index_add(
     tokenizer: Tokenizer | None,
     num_perm: int | None,
     seed: int | None,
+    sketch: Sketch | None,
     threshold: float | None,
     bands: int | None,
     rows: int | None,
@@ -226,6 +229,7 @@ def index_add(
         tokenizer=tokenizer,
         num_perm=num_perm,
         seed=seed,
+        sketch=sketch,
         threshold=threshold,
         bands=bands,
         rows=rows,
@@ -410,6 +414,7 @@ def index_stats(index_url: str, as_json: bool) -> None:
             else "not searchable (build with --containment)",
         ),
         ("Seed", f"{s['seed']}"),
+        ("Sketch", s["sketch"]),
         (
             "Normalisation",
             ", ".join(name for name in ("nfkc", "strip_accents", "lowercase", "strip_punctuation") if s[name])

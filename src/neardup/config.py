@@ -15,10 +15,12 @@ from neardup.errors import ConfigError
 ShingleMode = Literal["word", "char"]
 Tokenizer = Literal["builtin", "jieba"]
 KeepPolicy = Literal["first", "longest", "shortest"]
+Sketch = Literal["stratified", "classic"]
 
 SHINGLE_MODES: tuple[str, ...] = ("word", "char")
 TOKENIZERS: tuple[str, ...] = ("builtin", "jieba")
 KEEP_POLICIES: tuple[str, ...] = ("first", "longest", "shortest")
+SKETCHES: tuple[str, ...] = ("stratified", "classic")
 HASH_VERSION = 1  # bump when any hash, table or signature definition changes
 
 
@@ -67,10 +69,17 @@ class MinHashConfig:
 
     num_perm: int = 128
     seed: int = 42
+    sketch: Sketch = "stratified"
+    """``stratified``: each shingle falls in a different stratum of every permutation, which
+    makes the Jaccard estimate vary less (about 0.025 instead of 0.035 at J=0.8, 128
+    permutations); ``classic``: independent permutations, as indexes and work dirs made before
+    the stratified sketch were."""
 
     def __post_init__(self) -> None:
         _check_int("num_perm", self.num_perm, 1, 8192)
         _check_int("seed", self.seed, 0, 2**64 - 1)
+        if self.sketch not in SKETCHES:
+            raise ConfigError(f"sketch must be 'stratified' or 'classic', got {self.sketch!r}")
 
 
 @dataclass(frozen=True)
@@ -150,6 +159,7 @@ class DedupConfig:
         tokenizer: Tokenizer | None = None,
         num_perm: int | None = None,
         seed: int | None = None,
+        sketch: Sketch | None = None,
         bands: int | None = None,
         rows: int | None = None,
         fp_weight: float | None = None,
@@ -182,7 +192,9 @@ class DedupConfig:
                 **pick("tokenizer", tokenizer, d_sh.tokenizer),
             ),
             minhash=MinHashConfig(
-                **pick("num_perm", num_perm, d_mh.num_perm), **pick("seed", seed, d_mh.seed)
+                **pick("num_perm", num_perm, d_mh.num_perm),
+                **pick("seed", seed, d_mh.seed),
+                **pick("sketch", sketch, d_mh.sketch),
             ),
             lsh=LSHConfig(
                 **pick("threshold", threshold, d_lsh.threshold),
@@ -198,19 +210,23 @@ class DedupConfig:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of every setting, but ``shingle.tokenizer`` and ``containment`` at
-        their defaults: settings added after work dirs and summaries were first written are left
-        out while they are ``builtin`` and None, so that a run writes (and resumes) what earlier
-        versions wrote.
+        """A JSON-ready dict of every setting, but ``shingle.tokenizer``, ``containment`` and
+        ``minhash.sketch`` when they are ``builtin``, None and ``classic``: settings added after
+        work dirs and summaries were first written are left out while they have the value those
+        earlier versions used, so that such a run writes (and resumes) what they wrote.
 
         >>> DedupConfig.create(tokenizer="jieba").to_dict()["shingle"]
         {'mode': 'word', 'n': 2, 'tokenizer': 'jieba'}
         >>> DedupConfig().to_dict()["shingle"]
         {'mode': 'word', 'n': 2}
+        >>> DedupConfig.create(sketch="classic").to_dict()["minhash"]
+        {'num_perm': 128, 'seed': 42}
         """
         out = asdict(self)
         if self.shingle.tokenizer == "builtin":
             del out["shingle"]["tokenizer"]
+        if self.minhash.sketch == "classic":
+            del out["minhash"]["sketch"]
         if self.containment is None:
             del out["containment"]
         return out

@@ -103,6 +103,7 @@ class DedupResult:
             "empty_documents": int(np.count_nonzero(self.shingle_counts == 0)),
             "num_perm": self.config.minhash.num_perm,
             "seed": self.config.minhash.seed,
+            "sketch": self.config.minhash.sketch,
             "bands": self.bands,
             "rows": self.rows,
             "threshold": lsh.threshold,

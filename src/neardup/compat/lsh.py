@@ -97,6 +97,11 @@ class MinHashLSH:
                     f"the stored index has num_perm={s.num_perm}, b={s.bands}, r={s.rows}; "
                     f"this MinHashLSH asks for num_perm={self.h}, b={self.b}, r={self.r}"
                 )
+            if s.sketch != "classic":
+                raise ValueError(
+                    f"the stored index holds {s.sketch} signatures, and MinHash makes classic "
+                    "ones; build it with --sketch classic to share it with neardup.compat"
+                )
             self._index = index
         return self._index
 
@@ -104,7 +109,12 @@ class MinHashLSH:
         index = self._current()
         if index is None:
             config = DedupConfig.create(
-                threshold=max(self.threshold, 1e-9), num_perm=self.h, seed=seed, bands=self.b, rows=self.r
+                threshold=max(self.threshold, 1e-9),
+                num_perm=self.h,
+                seed=seed,
+                sketch="classic",  # MinHash's signatures
+                bands=self.b,
+                rows=self.r,
             )
             try:
                 index = self._index = LSHIndex(self._storage, config)

@@ -297,6 +297,8 @@ class Permutations(NamedTuple):
 
     ``m`` is the number of permutations rounded up to a multiple of 8 (the
     extra ones have ``a = b = 0``, and their signature values are ignored).
+    ``strata_bits`` is 0 for the classic sketch, else the ``t`` of the stratified one
+    (see :func:`update_signature`).
     """
 
     a: np.ndarray  # uint64[m]: the multipliers
@@ -306,10 +308,23 @@ class Permutations(NamedTuple):
     a_lo_pairs: np.ndarray  # uint64[m / 2]: a_lo again, two to a uint64 (even, odd)
     b_even: np.ndarray  # uint64[m / 2]: b of the even permutations
     b_odd: np.ndarray  # uint64[m / 2]: b of the odd ones
+    position: np.ndarray  # uint32[m]: 0 .. m - 1, each permutation's place in the stratum cycle
+    strata_bits: int  # t: 2**t strata, 0 for the classic sketch
 
 
-def pack_permutations(a: np.ndarray, b: np.ndarray) -> Permutations:
-    """The ``Permutations`` of multipliers ``a`` and offsets ``b`` (uint64 each)."""
+def strata_bits(num_perm: int) -> int:
+    """The ``t`` of the stratified sketch: the fewest bits with ``2**t >= num_perm``, so that a
+    shingle's ``num_perm`` permutations fall in ``num_perm`` different strata.
+
+    >>> strata_bits(128), strata_bits(129), strata_bits(1)
+    (7, 8, 0)
+    """
+    return (num_perm - 1).bit_length()
+
+
+def pack_permutations(a: np.ndarray, b: np.ndarray, *, stratified: bool = False) -> Permutations:
+    """The ``Permutations`` of multipliers ``a`` and offsets ``b`` (uint64 each), for the
+    stratified sketch when ``stratified``, else for the classic one."""
     m = -(-a.size // 8) * 8
     a_pad = np.zeros(m, dtype=np.uint64)
     b_pad = np.zeros(m, dtype=np.uint64)
@@ -325,6 +340,8 @@ def pack_permutations(a: np.ndarray, b: np.ndarray) -> Permutations:
         a_lo.view(np.uint64).copy(),
         np.ascontiguousarray(b_pad[0::2]),
         np.ascontiguousarray(b_pad[1::2]),
+        np.arange(m, dtype=np.uint32),
+        strata_bits(a.size) if stratified else 0,
     )
 
 
@@ -332,7 +349,7 @@ def no_permutations() -> Permutations:
     """Empty ``Permutations``, for a scan that makes no signatures."""
     u32 = np.empty(0, dtype=np.uint32)
     u64 = np.empty(0, dtype=np.uint64)
-    return Permutations(u64, u64, u32, u32, u64, u64, u64)
+    return Permutations(u64, u64, u32, u32, u64, u64, u64, u32, 0)
 
 
 def _vector_multiply64() -> bool:
@@ -349,34 +366,70 @@ VECTOR_MULTIPLY64 = _vector_multiply64()
 """``update_signature`` multiplies 64-bit lanes directly (compiled in as a constant)."""
 
 
+@hot_helper
+def _strata(x: np.uint64, top: np.uint32, low: np.uint32) -> tuple[np.uint32, np.uint32]:
+    """The stratum cycle of shingle ``x``: its first stratum and its step (odd), each in the
+    top bits of a uint32 (``top`` masks them, ``low`` is their lowest bit), drawn from
+    ``multiset_mix(x)`` and so independent of the permutations' values."""
+    z = multiset_mix(x)
+    start = np.uint32(z >> U64(32)) & top
+    step = (np.uint32(z & U64(0xFFFFFFFF)) & top) | low
+    return start, step
+
+
 @kernel  # compiled once, not copied into its three call sites in the tokeniser
 def update_signature(
     sig: np.ndarray, shingles: np.ndarray, lo: int, hi: int, perms: Permutations, work: np.ndarray
 ) -> None:
     """Fold ``shingles[lo:hi]`` into the MinHash signature ``sig`` (uint32[m], see
-    ``Permutations``): permutation i keeps the minimum of
-    ``((a_i * x + b_i) mod 2**64) >> 32`` (see :mod:`neardup.core.minhash`).
+    ``Permutations``): permutation i keeps the minimum of a value of each shingle ``x``.
 
-    With ``x = xh * 2**32 + xl`` and ``a = ah * 2**32 + al``, that value is
+    Classic sketch (``strata_bits == 0``): the value is ``((a_i * x + b_i) mod 2**64) >> 32``.
+    Stratified sketch (``t = strata_bits``): its top ``t`` bits are the stratum
+    ``(s_x + i * d_x) mod 2**t``, its other ``32 - t`` bits the top ones of the classic value;
+    ``s_x`` and the odd ``d_x`` come from a hash of ``x``, so each shingle falls in a different
+    stratum in every permutation, and the minimum comes from the lowest stratum any shingle
+    of the document reaches. Each permutation still keeps a uniformly chosen shingle of the
+    set (the estimate is unbiased), but the permutations are no longer independent: a
+    shingle that is the minimum in one sits in a high stratum in most others, so the
+    positions' agreements vary less about the Jaccard than independent ones do.
+
+    With ``x = xh * 2**32 + xl`` and ``a = ah * 2**32 + al``, the classic value is
     ``(((al * xl + b) mod 2**64) >> 32) + al * xh + ah * xl``, mod ``2**32``: one
     32x32->64-bit product and two 32-bit ones instead of a 64-bit product (which
     AVX2 does not have). The first loop makes the 64-bit parts of two permutations
     in each uint64 lane, even ones in the low half; the second adds the 32-bit
     parts and takes the minimums, eight permutations to a vector. With
     ``VECTOR_MULTIPLY64`` the 64-bit products are taken as they are, in one loop. Two shingles go
-    through each pass, so the coefficients are loaded half as often. ``work`` is
-    scratch space, uint64[m].
+    through each pass, so the coefficients are loaded half as often. The strata are
+    computed in 32-bit lanes throughout. ``work`` is scratch space, uint64[m].
     """
     m = perms.a_lo.size
+    t = perms.strata_bits
+    position = perms.position
+    top = np.uint32(0xFFFFFFFF) << np.uint32(32 - t) if t > 0 else np.uint32(0)
+    low = np.uint32(1) << np.uint32(32 - t) if t > 0 else np.uint32(0)
     if VECTOR_MULTIPLY64:
         a = perms.a
         b = perms.b
+        if t == 0:
+            for s in range(lo, hi, 2):
+                x = shingles[s]
+                y = shingles[s + 1] if s + 1 < hi else x
+                for i in range(m):
+                    u = np.uint32((a[i] * x + b[i]) >> U64(32))
+                    v = np.uint32((a[i] * y + b[i]) >> U64(32))
+                    sig[i] = min(sig[i], min(u, v))
+            return
+        drop = U64(32 + t)
         for s in range(lo, hi, 2):
             x = shingles[s]
             y = shingles[s + 1] if s + 1 < hi else x
+            sx, dx = _strata(x, top, low)
+            sy, dy = _strata(y, top, low)
             for i in range(m):
-                u = np.uint32((a[i] * x + b[i]) >> U64(32))
-                v = np.uint32((a[i] * y + b[i]) >> U64(32))
+                u = np.uint32(np.uint32((a[i] * x + b[i]) >> drop) | np.uint32(sx + position[i] * dx))
+                v = np.uint32(np.uint32((a[i] * y + b[i]) >> drop) | np.uint32(sy + position[i] * dy))
                 sig[i] = min(sig[i], min(u, v))
         return
     half = m // 2
@@ -388,7 +441,8 @@ def update_signature(
     high = work  # the 64-bit parts' high halves of two shingles, two to a uint64
     high32 = high.view(np.uint32)
     m32 = U64(0xFFFFFFFF)
-    top = U64(0xFFFFFFFF00000000)
+    upper = U64(0xFFFFFFFF00000000)
+    bits = np.uint32(t)
     for s in range(lo, hi, 2):
         x = shingles[s]
         y = shingles[s + 1] if s + 1 < hi else x
@@ -397,17 +451,27 @@ def update_signature(
         for j in range(half):
             even = pairs[j] & m32
             odd = pairs[j] >> U64(32)
-            high[j] = ((even * xl + b_even[j]) >> U64(32)) | ((odd * xl + b_odd[j]) & top)
-            high[half + j] = ((even * yl + b_even[j]) >> U64(32)) | ((odd * yl + b_odd[j]) & top)
+            high[j] = ((even * xl + b_even[j]) >> U64(32)) | ((odd * xl + b_odd[j]) & upper)
+            high[half + j] = ((even * yl + b_even[j]) >> U64(32)) | ((odd * yl + b_odd[j]) & upper)
         xl32 = np.uint32(xl)
         xh32 = np.uint32(x >> U64(32))
         yl32 = np.uint32(yl)
         yh32 = np.uint32(y >> U64(32))
-        for i in range(m):
-            u = np.uint32(high32[i] + np.uint32(a_hi[i] * xl32) + np.uint32(a_lo[i] * xh32))
-            v = np.uint32(high32[m + i] + np.uint32(a_hi[i] * yl32) + np.uint32(a_lo[i] * yh32))
-            # min() rather than a branch, so the loop vectorises
-            sig[i] = min(sig[i], min(u, v))
+        if t == 0:
+            for i in range(m):
+                u = np.uint32(high32[i] + np.uint32(a_hi[i] * xl32) + np.uint32(a_lo[i] * xh32))
+                v = np.uint32(high32[m + i] + np.uint32(a_hi[i] * yl32) + np.uint32(a_lo[i] * yh32))
+                # min() rather than a branch, so the loop vectorises
+                sig[i] = min(sig[i], min(u, v))
+        else:
+            sx, dx = _strata(x, top, low)
+            sy, dy = _strata(y, top, low)
+            for i in range(m):
+                u = np.uint32(high32[i] + np.uint32(a_hi[i] * xl32) + np.uint32(a_lo[i] * xh32))
+                v = np.uint32(high32[m + i] + np.uint32(a_hi[i] * yl32) + np.uint32(a_lo[i] * yh32))
+                u = np.uint32(np.uint32(sx + np.uint32(position[i] * dx)) | (u >> bits))
+                v = np.uint32(np.uint32(sy + np.uint32(position[i] * dy)) | (v >> bits))
+                sig[i] = min(sig[i], min(u, v))
 
 
 def splitmix64_stream(seed: int, count: int) -> np.ndarray:

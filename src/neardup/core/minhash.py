@@ -7,6 +7,13 @@ seed. A signature is the uint32 minimum of each permutation over the
 document's shingles; a document without shingles has every value at
 ``EMPTY_VALUE``.
 
+The default ``stratified`` sketch puts each shingle's value in a different one of
+``2**t >= num_perm`` strata in each permutation (the value's top ``t`` bits), so that the
+permutations share the work of sampling the set rather than each sampling it alone: the
+estimate stays unbiased and varies less (see ``update_signature`` and docs/how-it-decides.md).
+``classic`` is the independent multiply-shift sketch, which indexes built before the
+stratified one use.
+
 A document is read once: the tokeniser (``neardup.core.scan``) hashes tokens
 and shingles as it goes and folds every few hundred shingle hashes into the
 signature, so no per-document array is allocated.
@@ -35,10 +42,13 @@ def permutations(config: MinHashConfig) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(a), np.ascontiguousarray(b)
 
 
-def signature_of_hashes(shingles: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The signature of a set of 64-bit shingle hashes."""
+def signature_of_hashes(
+    shingles: np.ndarray, a: np.ndarray, b: np.ndarray, *, stratified: bool = True
+) -> np.ndarray:
+    """The signature of a set of 64-bit shingle hashes (stratified sketch unless not
+    ``stratified``)."""
     xs = np.ascontiguousarray(shingles, dtype=np.uint64)
-    perms = pack_permutations(a, b)
+    perms = pack_permutations(a, b, stratified=stratified)
     sig = np.full(perms.a_lo.size, EMPTY_VALUE, dtype=np.uint32)
     update_signature(sig, xs, 0, xs.size, perms, np.empty(perms.a_lo.size, dtype=np.uint64))
     return sig[: a.size].copy()
@@ -57,7 +67,7 @@ class MinHasher:
         self.text = text or TextConfig()
         self.shingle = shingle or ShingleConfig()
         self.a, self.b = permutations(self.minhash)
-        self._perms = pack_permutations(self.a, self.b)
+        self._perms = pack_permutations(self.a, self.b, stratified=self.minhash.sketch == "stratified")
         self._flags = tokenizer_flags(self.text, self.shingle)
 
     def signatures_with_counts(

@@ -39,8 +39,15 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+_LEFT_OUT = {"shingle.tokenizer": "builtin", "minhash.sketch": "classic"}
+"""Settings ``DedupConfig.to_dict`` leaves out at these values (those of earlier versions)."""
+
+
 def _settings_diff(theirs: dict[str, Any], ours: dict[str, Any]) -> list[str]:
     a, b = _flatten(theirs), _flatten(ours)
+    if "minhash.num_perm" in a:  # a config (not read options): fill in what it left out
+        a = {**_LEFT_OUT, **a}
+        b = {**_LEFT_OUT, **b}
     return [
         f"{k}: {json.dumps(a.get(k))} there, {json.dumps(b.get(k))} here"
         for k in sorted(set(a) | set(b))

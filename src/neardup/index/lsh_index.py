@@ -465,6 +465,7 @@ class LSHIndex:
             "rows": self.settings.rows,
             "settings": {
                 **self.settings.to_dict(),
+                "sketch": self.settings.sketch,
                 "containment": self.settings.containment,
                 "partitions": list(self.settings.partitions),
             },

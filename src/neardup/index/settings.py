@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from neardup.config import HASH_VERSION, TOKENIZERS, DedupConfig
+from neardup.config import HASH_VERSION, SKETCHES, TOKENIZERS, DedupConfig
 from neardup.core.containment import containment_columns
 from neardup.core.params import lsh_shape
 from neardup.errors import IndexSettingsError
@@ -18,6 +18,7 @@ SIGNATURE_FIELDS: tuple[str, ...] = (
     "hash_version",
     "num_perm",
     "seed",
+    "sketch",
     "shingle_mode",
     "ngram",
     "tokenizer",
@@ -39,9 +40,9 @@ class IndexSettings:
     similarity); ``containment`` whether documents are also filed for containment search (see
     :mod:`neardup.core.containment`), and ``partitions`` which size partitions hold documents
     (it only grows). They are properties of the index, not of a signature, so they are never
-    compared. ``tokenizer`` came after format 1 was first written: an index stored without it was
-    built with the builtin tokenizer, and :meth:`to_dict` leaves it out while it is ``builtin``,
-    so that such an index reads (and writes) as before.
+    compared. ``tokenizer`` and ``sketch`` came after format 1 was first written: an index stored
+    without them was built with the builtin tokenizer and the classic sketch, and :meth:`to_dict`
+    leaves each out while it has that value, so that such an index reads (and writes) as before.
     """
 
     format_version: int
@@ -61,6 +62,7 @@ class IndexSettings:
     tokenizer: str = "builtin"
     containment: bool = False
     partitions: tuple[int, ...] = ()
+    sketch: str = "classic"
 
     def __post_init__(self) -> None:
         self.to_config()  # validates every value through the config's own checks
@@ -83,6 +85,7 @@ class IndexSettings:
             hash_version=HASH_VERSION,
             num_perm=config.minhash.num_perm,
             seed=config.minhash.seed,
+            sketch=config.minhash.sketch,
             shingle_mode=config.shingle.mode,
             ngram=config.shingle.n,
             nfkc=config.text.nfkc,
@@ -103,6 +106,8 @@ class IndexSettings:
             raise IndexSettingsError(f"shingle_mode must be 'word' or 'char', got {self.shingle_mode!r}")
         if self.tokenizer not in TOKENIZERS:
             raise IndexSettingsError(f"tokenizer must be 'builtin' or 'jieba', got {self.tokenizer!r}")
+        if self.sketch not in SKETCHES:
+            raise IndexSettingsError(f"sketch must be 'stratified' or 'classic', got {self.sketch!r}")
         return DedupConfig.create(
             threshold=self.threshold,
             shingle="word" if self.shingle_mode == "word" else "char",
@@ -110,6 +115,7 @@ class IndexSettings:
             tokenizer="jieba" if self.tokenizer == "jieba" else "builtin",
             num_perm=self.num_perm,
             seed=self.seed,
+            sketch="stratified" if self.sketch == "stratified" else "classic",
             bands=self.bands,
             rows=self.rows,
             nfkc=self.nfkc,
@@ -119,13 +125,15 @@ class IndexSettings:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of every setting; ``tokenizer`` only when it is not ``builtin``, and
-        the two containment settings only in a containment index, so that releases before them
-        read the others."""
+        """A JSON-ready dict of every setting; ``tokenizer`` only when it is not ``builtin``,
+        ``sketch`` only when it is not ``classic``, and the two containment settings only in a
+        containment index, so that releases before them read the others."""
         out = asdict(self)
         out["partitions"] = list(self.partitions)
         if self.tokenizer == "builtin":
             del out["tokenizer"]
+        if self.sketch == "classic":
+            del out["sketch"]
         if not self.containment:
             del out["containment"], out["partitions"]
         return out
@@ -134,7 +142,7 @@ class IndexSettings:
     def from_dict(cls, data: dict[str, Any]) -> IndexSettings:
         """Settings from :meth:`to_dict` output; a missing or unknown setting is an error."""
         names = {f.name for f in fields(cls)}
-        required = names - {"keep_shingles", "tokenizer", "containment", "partitions"}
+        required = names - {"keep_shingles", "tokenizer", "containment", "partitions", "sketch"}
         missing = sorted(required - data.keys())
         unknown = sorted(data.keys() - names)
         if missing or unknown:

@@ -86,6 +86,8 @@ def config_of(summary: dict[str, Any]) -> DedupConfig:
         tokenizer=shingle.get("tokenizer"),
         num_perm=minhash.get("num_perm"),
         seed=minhash.get("seed"),
+        # a run's config leaves the sketch out when it is classic (see DedupConfig.to_dict)
+        sketch=minhash.get("sketch", "classic") if minhash else None,
         bands=summary.get("bands"),
         rows=summary.get("rows"),
         max_bucket_size=lsh.get("max_bucket_size"),

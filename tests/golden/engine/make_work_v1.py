@@ -30,7 +30,7 @@ TEXTS: list[str | None] = [
     "Locality sensitive hashing groups similar signatures into the same buckets.",
     "   ",
 ]
-CONFIG = DedupConfig.create(keep="longest", match_empty=True)
+CONFIG = DedupConfig.create(keep="longest", match_empty=True, sketch="classic")  # the sketch of the time
 MEMORY_LIMIT = 64 * 1024
 
 

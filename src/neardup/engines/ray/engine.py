@@ -259,6 +259,7 @@ class RayDedup:
             "empty_documents": sum(int(f["empty"]) for f in signed),
             "num_perm": self.config.minhash.num_perm,
             "seed": self.config.minhash.seed,
+            "sketch": self.config.minhash.sketch,
             "bands": bands,
             "rows": rows,
             "threshold": lsh.threshold,
