@@ -372,8 +372,10 @@ def _strata(x: np.uint64, top: np.uint32, low: np.uint32) -> tuple[np.uint32, np
     top bits of a uint32 (``top`` masks them, ``low`` is their lowest bit), drawn from
     ``multiset_mix(x)`` and so independent of the permutations' values."""
     z = multiset_mix(x)
-    start = np.uint32(z >> U64(32)) & top
-    step = (np.uint32(z & U64(0xFFFFFFFF)) & top) | low
+    # numba widens uint32 operations to 64 bits: each result is cast back, so that the strata
+    # stay 32-bit values and LLVM multiplies them in 32-bit lanes
+    start = np.uint32(np.uint32(z >> U64(32)) & top)
+    step = np.uint32(np.uint32(np.uint32(z & U64(0xFFFFFFFF)) & top) | low)
     return start, step
 
 
@@ -407,8 +409,8 @@ def update_signature(
     m = perms.a_lo.size
     t = perms.strata_bits
     position = perms.position
-    top = np.uint32(0xFFFFFFFF) << np.uint32(32 - t) if t > 0 else np.uint32(0)
-    low = np.uint32(1) << np.uint32(32 - t) if t > 0 else np.uint32(0)
+    top = np.uint32(np.uint32(0xFFFFFFFF) << np.uint32(32 - t)) if t > 0 else np.uint32(0)
+    low = np.uint32(np.uint32(1) << np.uint32(32 - t)) if t > 0 else np.uint32(0)
     if VECTOR_MULTIPLY64:
         a = perms.a
         b = perms.b
