@@ -33,6 +33,7 @@ from neardup.config import (
     Sketch,
     Tokenizer,
 )
+from neardup.core import collector
 from neardup.core.malloc_arenas import share_one_arena
 from neardup.redaction import redact_url
 
@@ -88,6 +89,8 @@ def _fail(message: str, code: int) -> NoReturn:
 def main() -> None:
     """Find and remove near-duplicate texts with MinHash and LSH."""
     _choose_memory_pool()
+    if click.get_current_context().invoked_subcommand != "dedup":
+        collector.release()  # dedup releases it once its kernels are loaded
 
 
 def _choose_memory_pool() -> None:
@@ -560,6 +563,7 @@ def dedup(
     if engine == "local":
         _prepare_kernels(quiet)
     else:
+        collector.release()
         _unhide()  # Ray Data imports pandas
     err = Console(stderr=True, quiet=quiet)
     # Ray prints its workers' messages (a worker lost and its task run again) on standard output,
@@ -586,7 +590,13 @@ def _prepare_kernels(quiet: bool) -> None:
     from neardup.core.jit import set_up_in_background, threads
     from neardup.warm import cache_is_cold, load_kernels_and_release_compiler, start_if_cold
 
-    set_up_in_background(then=load_kernels_and_release_compiler)
+    def load_kernels() -> None:
+        try:
+            load_kernels_and_release_compiler()
+        finally:
+            collector.release()
+
+    set_up_in_background(then=load_kernels)
     if threads() > 1:
         start_if_cold()  # part of the kernels compile on another core
     if not quiet and cache_is_cold():
@@ -922,6 +932,7 @@ def run() -> NoReturn:
     """
     _hide_unused()
     share_one_arena()  # before any thread starts
+    collector.hold()  # until the modules and kernels are loaded
     try:
         main()
         code: object = 0
