@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 PROBE = """
 import gc, json
@@ -28,7 +29,7 @@ def test_hold_turns_collection_off_and_release_freezes_what_was_loaded() -> None
     assert got == {"untouched": [True, True], "held": False, "enabled": True, "frozen": True}
 
 
-def test_the_command_runs_with_the_collector_back_on(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_command_runs_with_the_collector_back_on(tmp_path: Path) -> None:
     """A dedup run through the command's entry point turns the collector back on once its
     kernels are loaded (a run this small may end first), and another command at once."""
     probe = (
