@@ -467,6 +467,57 @@ def _pandas_after_a_numpy_conversion() -> bool:
     return done.stdout.strip() == "True"
 
 
+_BLAS_THREADS = """
+import ctypes, os, sys
+def blas_threads():
+    # OpenBLAS's own count, from the copy numpy loaded (found in this process's mappings)
+    with open("/proc/self/maps") as maps:
+        paths = {line.split()[-1] for line in maps if "openblas" in line.lower() and "/" in line}
+    names = ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "openblas_get_num_threads")
+    for path in sorted(paths):
+        lib = ctypes.CDLL(path)
+        for name in names:
+            if hasattr(lib, name):
+                return getattr(lib, name)()
+    return None
+"""
+
+
+def _blas_threads_in(script: str, env: dict[str, str], cwd: Path) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", _BLAS_THREADS + script], env=env, cwd=cwd, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stderr.strip().splitlines()[-1]
+
+
+def test_command_loads_numpy_with_one_blas_thread_and_leaves_the_environment_alone(tmp_path: Path) -> None:
+    """OpenBLAS starts a thread per further core as numpy loads, each spinning for a while
+    (neardup makes no BLAS calls): the command loads it on one thread, takes the variable that
+    says so out again, and keeps a count the user chose."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    plain = _blas_threads_in("import numpy\nsys.stderr.write(f'{blas_threads()}\\n')", env, tmp_path)
+    if plain == "None" or (os.cpu_count() or 1) < 2:
+        pytest.skip("needs numpy's OpenBLAS and two cores")
+    assert int(plain) > 1  # numpy alone starts more than one
+    command = (
+        "import neardup.cli as cli\n"
+        "real = os._exit\n"
+        "def out(code):\n"
+        "    sys.stderr.write(f'{blas_threads()} {os.environ.get(\"OPENBLAS_NUM_THREADS\")}\\n')\n"
+        "    sys.stderr.flush(); real(code)\n"
+        "os._exit = out\n"
+        "sys.argv = ['neardup', 'dedup', '--demo', '-o', 'out', '-q']\n"
+        "cli.run()\n"
+    )
+    assert _blas_threads_in(command, env, tmp_path) == "1 None"
+    assert (tmp_path / "out" / "summary.json").is_file()  # the run went through
+    chosen = _blas_threads_in(command, {**env, "OPENBLAS_NUM_THREADS": "2"}, tmp_path)
+    assert chosen == "2 2"
+
+
 def test_percentages_never_round_a_change_away() -> None:
     from neardup.cli import _count, _percent
 
