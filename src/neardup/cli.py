@@ -98,9 +98,9 @@ def _import_numpy_without_blas_threads() -> None:
     """Import numpy with its OpenBLAS on the calling thread alone, unless
     ``OPENBLAS_NUM_THREADS`` chooses. OpenBLAS starts a thread per further core when numpy
     loads, and each spins for about 0.1 s of CPU waiting for work (0.17 against 0.06 s of CPU
-    for ``import numpy``): work that never comes, since neardup makes no BLAS calls, on the
-    cores numba's set-up and the read need. OpenBLAS reads the variable once, as it loads; it is
-    taken out again after, so that no process the command starts inherits it."""
+    for ``import numpy``) that never comes, since neardup makes no BLAS calls: CPU saved, not
+    wall time, as the imports leave the other core idle then. OpenBLAS reads the variable once,
+    as it loads; it is taken out again after, so that no process the command starts inherits it."""
     if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
         return
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
