@@ -134,3 +134,56 @@ def test_with_a_cold_cache_the_set_up_thread_loads_nothing_and_keeps_llvm(tmp_pa
     result = _run(_SET_UP_THEN_LOAD, env=cold)
     assert result["loaded"] == []
     assert float(str(result["llvm"])) > 10
+
+
+_LATE_LOADS = """
+import json, sys
+import numba
+from neardup.core import compiler_pages
+
+def dispatchers():
+    for name, module in list(sys.modules.items()):
+        if name.startswith("neardup"):
+            for attr, value in vars(module).items():
+                if isinstance(value, numba.core.registry.CPUDispatcher):
+                    yield f"{name}.{attr}", value
+
+at_release = {}
+release = compiler_pages.release
+def recorded_release(*args, **kwargs):
+    at_release.update({name: len(d.signatures) for name, d in dispatchers()})
+    return release(*args, **kwargs)
+compiler_pages.release = recorded_release
+
+from neardup.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit as exit:
+    assert not exit.code, exit.code
+late = sorted(n for n, d in dispatchers() if at_release and len(d.signatures) > at_release.get(n, 0))
+print(json.dumps({"released": bool(at_release), "late": late, "llvm": llvm_resident_mb()}))
+"""
+
+
+@pytest.mark.parametrize("output_format", ["jsonl", "parquet"])
+def test_a_run_loads_no_kernel_after_llvm_is_released(tmp_path: Path, output_format: str) -> None:
+    """Every kernel a ``neardup dedup`` run of JSON Lines calls is loaded, for the argument types the
+    run passes, before LLVM's pages are handed back: one loaded later brings about 50 MB of them back
+    into the run's resident memory, during its writing."""
+    corpus = tmp_path / "corpus.jsonl"
+    texts = [f"the quick brown fox {k % 7} jumps over the lazy dog {k % 5}" for k in range(300)]
+    corpus.write_text("".join(json.dumps({"id": f"d{k}", "text": t}) + "\n" for k, t in enumerate(texts)))
+    argv = [str(corpus), "-q", "--id-column", "id", "--output-format", output_format, "--threshold", "0.5"]
+    script = _LLVM_RESIDENT + _LATE_LOADS
+    for attempt in range(2):  # the first run may fill an empty cache, whose run releases nothing
+        done = subprocess.run(
+            [sys.executable, "-c", script, "dedup", *argv, "-o", str(tmp_path / f"out{attempt}")],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["released"]
+    assert result["late"] == []
+    assert float(result["llvm"]) < 10

@@ -68,6 +68,7 @@ def load_kernels_and_release_compiler() -> None:
 
     try:
         MinHasher().signatures_with_counts(encode_texts(["load the tokeniser"]), parallel=False)
+        compiler_pages.release()  # the signatures grow from here on; the loads below touch little
         compile_later_stages()
         compile_output_kernels()
         compile_input_kernels()
@@ -158,7 +159,7 @@ def compile_output_kernels() -> None:
     json_values(pa.Array.from_buffers(pa.large_string(), count, buffers))
     from neardup.io.jsonl_lines import splice_lines
 
-    record = np.frombuffer(b'{"a": 1}', dtype=np.uint8)
+    record = np.frombuffer(b'{"a": 1}', dtype=np.uint8).copy()  # writable, as the writer's buffers are
     ends = np.array([record.size], dtype=np.int64)
     none = np.zeros(2, dtype=np.int64)
     splice_lines(record, none[:1], ends, record, none, record, none, np.empty(2 * record.size, np.uint8))
