@@ -594,3 +594,61 @@ def test_the_copies_digest_is_the_shingles_with_their_repeats() -> None:
     assert digests[0] == digests[1] and digests[4] == digests[5]
     assert len(set(digests[[0, 2, 3, 4, 6]].tolist())) == 5
     assert counts[2] == counts[0] + 2
+
+
+@pytest.mark.parametrize("ids", ["strings", "integers", "generated"])
+def test_the_compiled_first_pass_reads_what_pyarrow_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ids: str
+) -> None:
+    """Past the first block, a run with JSON Lines outputs reads text and ids with the compiled
+    reader: the same tables pyarrow's parse gives, pieces it leaves to pyarrow included."""
+    import neardup.io.jsonl_passes as passes_module
+
+    rows = records(1600, seed=14)  # about 2.4 MB: most pieces past the first 1 MiB block
+    for i, row in enumerate(rows):
+        if ids == "integers":
+            row["id"] = 10_000 - 3 * i
+        if i % 9 == 4:
+            row["nested"] = {"a": [1, -2.5e-3, None], "text": "not this", "b": "\u00e9\\"}
+    lines = [json.dumps(row, ensure_ascii=i % 2 == 0) for i, row in enumerate(rows)]
+    lines[1400] = lines[1400][:-1] + ', "x": NaN}'  # pyarrow reads it; the compiled reader leaves it
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    options = ReadOptions(id_column=None if ids == "generated" else "id")
+    answered: list[bool] = []
+    compiled = passes_module.record_fields
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        found = compiled(*args, **kwargs)
+        answered.append(found is not None)
+        return found
+
+    monkeypatch.setattr(passes_module, "record_fields", counted)
+    passes = JsonlPasses(path, options, all_columns=False)
+    got = pa.concat_tables(passes.first_pass(piece_rows=300))
+    assert answered.count(False) == 1 and answered.count(True) >= 3  # the NaN's piece alone
+    monkeypatch.setattr(JsonlPasses, "_compiled_id_type", lambda self: None)
+    parsed = JsonlPasses(path, options, all_columns=False)
+    want = pa.concat_tables(parsed.first_pass())
+    assert got.equals(want)
+    assert got.column("text").to_pylist() == [r["text"] for r in rows]
+    assert passes.null_texts == parsed.null_texts == sum(r["text"] is None for r in rows) > 0
+    assert passes.ids is not None and parsed.ids is not None and passes.ids.equals(parsed.ids)
+
+
+@pytest.mark.parametrize("damage", ['"n": 01', '"n": "\\ud800"', '"n": [1, 2}'])
+def test_a_malformed_record_past_the_first_block_is_reported_by_the_whole_file_reader(
+    tmp_path: Path, damage: str
+) -> None:
+    rows = records(1600, seed=15)
+    lines = [json.dumps(row) for row in rows]
+    lines[1500] = lines[1500][:-1] + ", " + damage + "}"
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    with pytest.raises(WholeReadNeededError):
+        for _ in JsonlPasses(path, ReadOptions(id_column="id"), all_columns=False).first_pass():
+            pass
+    done = run("dedup", path, "-o", tmp_path / "out", "--id-column", "id")
+    assert done.exit_code == 1
+    assert "in.jsonl:1501" in done.stderr, done.stderr
+    assert not (tmp_path / "out").exists()

@@ -171,8 +171,9 @@ def compile_output_kernels() -> None:
 
 
 def compile_input_kernels() -> None:
-    """Count the record lines of a few bytes of JSON Lines (the whole-file reader), and read two
-    lines of a file by their byte ranges and decode their text field (verification in passes)."""
+    """Count the record lines of a few bytes of JSON Lines (the whole-file reader), read a record's
+    text and id (the first pass in passes), and read two lines of a file by their byte ranges and
+    decode their text field (verification in passes)."""
     import tempfile
 
     from neardup.io.json_fields import string_field
@@ -186,6 +187,13 @@ def compile_input_kernels() -> None:
         read_ranges(fh.fileno(), np.array([[0, 8], [9, 17]], dtype=np.int64))
     line = b'{"text": "a\\n"}'  # an escape: the decoder's writing pass too
     string_field(np.frombuffer(line, dtype=np.uint8), np.zeros(1, np.int64), np.array([len(line)]), "text")
+    import pyarrow as pa
+
+    from neardup.io.json_records import record_fields
+
+    record = b'{"id": 1, "text": "a\\n", "x": [1.5, {"y": null}]}'  # the first pass of JSON Lines
+    bounds = np.zeros(1, np.int64), np.array([len(record)])
+    record_fields(np.frombuffer(record, dtype=np.uint8), *bounds, "text", "id", pa.int64())
 
 
 if __name__ == "__main__":  # pragma: no cover (run as a child process)

@@ -47,6 +47,7 @@ from neardup.io.inputs import (
 )
 from neardup.io.json_array import array_layout
 from neardup.io.json_fields import string_field
+from neardup.io.json_records import pooled_bytes, record_fields
 from neardup.io.jsonl import STREAM_BLOCK_SIZE, open_blocks, slow_path_reason
 from neardup.io.jsonl_lines import LineWriter
 from neardup.io.spans import read_ranges
@@ -64,6 +65,10 @@ documents hashed, parsed and read ahead in the first pass, one verification bloc
 shingle sets, the output pieces in flight; each is bounded in rows and in bytes."""
 PASSES_FACTOR = 2
 """Bytes held at once per byte of a file too small to fill ``PASSES_WORKING``."""
+FIRST_PASS_ROWS = 4096
+"""Rows per piece of the first pass past its first block, where the compiled reader reads it."""
+FIRST_PASS_BYTES = 16 << 20
+"""And at most about this many bytes of lines per piece."""
 REREAD_BLOCK_SIZE = 256 << 10
 """Bytes per block when the file is read again (the first pass reads as the whole-file reader
 does, whose first block decides the columns' types): pyarrow reads some 30 blocks ahead, and
@@ -221,10 +226,12 @@ class JsonlPasses:
         self._read_schema = read
         return reader
 
-    def first_pass(self) -> Iterator[pa.Table]:
+    def first_pass(self, piece_rows: int = FIRST_PASS_ROWS) -> Iterator[pa.Table]:
         """The rows in order, a block at a time; checks each block as the whole-file reader checks
         the file, and the ids once all are read (raising :class:`WholeReadNeededError` where it would
-        take its slow path or report a record)."""
+        take its slow path or report a record). Past the first block, a run whose outputs are the
+        file's lines reads text and ids with :func:`~neardup.io.json_records.record_fields` where
+        it can, in pieces that end at multiples of ``piece_rows`` rows."""
         reader = self._first_reader()
         first = read_or_fall_back(reader.read_next_batch)
         del reader  # and its blocks read ahead: the first has fixed the types, smaller ones follow
@@ -233,9 +240,18 @@ class JsonlPasses:
         ids: list[pa.Array] = []
         done = 0
         self.null_texts = 0
-        rest = self._batches(skip=first.num_rows) if first is not None else iter(())
+        rest: Iterator[pa.RecordBatch | pa.Table] = iter(())
+        if first is not None:
+            compiled = self._compiled_id_type()
+            if compiled is not None:
+                rest = self._compiled_tables(first.num_rows, piece_rows, compiled)
+            else:
+                rest = self._batches(skip=first.num_rows)
         for batch in itertools.chain([first] if first is not None else [], rest):
-            table = pa.Table.from_batches([batch], schema=self._read_schema)
+            if isinstance(batch, pa.Table):
+                table = batch
+            else:
+                table = pa.Table.from_batches([batch], schema=self._read_schema)
             if self.all_columns:  # else the file's UTF-8 is checked, and no line is `null`
                 _check(table)
             if done + table.num_rows > self.rows:
@@ -251,6 +267,73 @@ class JsonlPasses:
         self.ids = pa.concat_arrays(ids)
         if self.ids.null_count or pc.count_distinct(self.ids).as_py() != len(self.ids):
             raise WholeReadNeededError("empty or repeated ids")
+
+    def _compiled_id_type(self) -> pa.DataType | None:
+        """The id column's type where :meth:`_compiled_tables` reads the file (``pa.null()`` for
+        generated ids), or None: only the text and id are read, text as strings, ids as strings
+        or int64."""
+        schema = self._read_schema
+        if self.all_columns or self._cast or schema is None:
+            return None
+        if not pa.types.is_string(schema.field(self.text_column).type):
+            return None
+        if self.options.id_column is None:
+            return pa.null()
+        kind = schema.field(self.options.id_column).type
+        return kind if kind in (pa.string(), pa.int64()) else None
+
+    def _compiled_tables(self, skip: int, piece_rows: int, id_type: pa.DataType) -> Iterator[pa.Table]:
+        """The rows from ``skip`` on as the first block's types read them, in pieces ending at
+        multiples of ``piece_rows`` rows and holding at most ``FIRST_PASS_BYTES`` of lines (or
+        one line): each piece's text and ids from
+        :func:`~neardup.io.json_records.record_fields`, or from pyarrow's parse of its lines
+        where that does not answer for them."""
+        schema = self._read_schema
+        if schema is None:
+            raise RuntimeError("call first_pass() first")
+        id_key = self.options.id_column
+        piece_rows = max(1, piece_rows)
+        with open(self.path, "rb", buffering=0) as fh:
+            lo = skip
+            while lo < self.rows:
+                hi = min(self.rows, (lo // piece_rows + 1) * piece_rows)
+                base = int(self.spans[lo, 0])
+                too_far = base + FIRST_PASS_BYTES
+                hi = max(lo + 1, min(hi, int(np.searchsorted(self.spans[lo:hi, 1], too_far, "right")) + lo))
+                data = pooled_bytes(int(self.spans[hi - 1, 1]) - base)
+                if not _read_at(fh, base, data):
+                    raise self._changed()
+                starts = self.spans[lo:hi, 0] - base
+                ends = self.spans[lo:hi, 1] - base
+                found = record_fields(
+                    data, starts, ends, self.text_column, id_key, id_type if id_key else None
+                )
+                if found is None:
+                    piece = self._parsed_piece(data, hi - lo)
+                else:
+                    columns = {self.text_column: found.text}
+                    if id_key is not None and found.ids is not None:
+                        columns[id_key] = found.ids
+                    piece = pa.Table.from_arrays([columns[f.name] for f in schema], schema=schema)
+                del data, found  # the lines are not held while the piece is hashed
+                yield piece
+                lo = hi
+
+    def _parsed_piece(self, data: np.ndarray, rows: int) -> pa.Table:
+        """The ``rows`` records of the lines ``data`` parsed by pyarrow in the first block's types
+        (its error, or a count other than ``rows``, raises :class:`WholeReadNeededError`)."""
+        parse = pj.ParseOptions(explicit_schema=self._read_schema, unexpected_field_behavior="ignore")
+        read = pj.ReadOptions(block_size=max(STREAM_BLOCK_SIZE, self._longest + 2))
+        table: pa.Table = read_or_fall_back(
+            lambda: pj.read_json(pa.BufferReader(pa.py_buffer(data)), read_options=read, parse_options=parse)
+        )
+        if table.schema != self._read_schema:
+            raise WholeReadNeededError("a field first seen after the first block")
+        if table.num_rows != rows:
+            raise WholeReadNeededError(
+                "more records than lines" if table.num_rows > rows else "fewer records than lines"
+            )
+        return table
 
     def tables(self) -> Iterator[pa.Table]:
         """The rows in order again, as the first pass yielded them, parsed on the reading thread
@@ -377,6 +460,18 @@ class JsonlPasses:
 
     def _changed(self) -> InputError:
         return InputError("the file changed while it was being read; run again", path=self.path)
+
+
+def _read_at(fh: Any, offset: int, out: np.ndarray) -> bool:
+    """Fill ``out`` with the bytes of the unbuffered file ``fh`` from ``offset``; False if it ends first."""
+    fh.seek(offset)
+    view, got = out.data, 0
+    while got < out.size:
+        size = fh.readinto(view[got:])
+        if not size:
+            return False
+        got += size
+    return True
 
 
 def _stamp(path: Path) -> tuple[int, int]:
