@@ -603,7 +603,9 @@ def test_the_compiled_first_pass_reads_what_pyarrow_reads(
     """Past the first block, a run with JSON Lines outputs reads text and ids with the compiled
     reader: the same tables pyarrow's parse gives, pieces it leaves to pyarrow included."""
     import neardup.io.jsonl_passes as passes_module
+    from neardup.warm import compile_input_kernels
 
+    compile_input_kernels()  # into numba's cache: else the first pass reads with pyarrow alone
     rows = records(1600, seed=14)  # about 2.4 MB: most pieces past the first 1 MiB block
     for i, row in enumerate(rows):
         if ids == "integers":

@@ -128,3 +128,41 @@ print(len(jit._first_compiled_call.signatures))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["1"]  # compiled or loaded from the cache, on that thread
+
+
+_FIRST_PASS = """
+import json, sys
+from pathlib import Path
+from neardup.io import ReadOptions
+from neardup.io import json_records
+from neardup.io.jsonl_passes import JsonlPasses
+path = Path(sys.argv[1])
+passes = JsonlPasses(path, ReadOptions(id_column="id"), all_columns=False)
+rows = sum(t.num_rows for t in passes.first_pass())
+compiled = bool(json_records._scan.signatures)
+if sys.argv[2] == "compile":
+    from neardup.warm import compile_input_kernels
+    compile_input_kernels()
+print(json.dumps({"rows": rows, "compiled_reader": compiled}))
+"""
+
+
+def test_a_cold_first_pass_reads_with_pyarrow_and_a_warm_one_with_the_compiled_reader(tmp_path: Path) -> None:
+    """The compiled reader of a JSON Lines first pass would cost a cold run 2.5 s of compiling
+    before its first signature: until it is in the cache (the child of ``start_if_cold``
+    compiles it), pyarrow reads the file."""
+    path = tmp_path / "in.jsonl"
+    rows = [json.dumps({"id": f"d{k}", "text": f"some words {k} " * 8}) for k in range(20_000)]
+    path.write_text("".join(r + "\n" for r in rows))  # past the first 1 MiB block
+    cold = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+
+    def first_pass(then: str) -> dict[str, object]:
+        done = subprocess.run(
+            [sys.executable, "-c", _FIRST_PASS, str(path), then], capture_output=True, text=True, env=cold
+        )
+        assert done.returncode == 0, done.stderr
+        result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+        return result
+
+    assert first_pass("compile") == {"rows": 20_000, "compiled_reader": False}
+    assert first_pass("") == {"rows": 20_000, "compiled_reader": True}

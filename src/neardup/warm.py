@@ -26,21 +26,37 @@ from typing import Any
 import numpy as np
 
 
+def in_cache(kernel: Any) -> bool:
+    """Whether numba's on-disk cache holds an entry of ``kernel`` (True where that cannot be told)."""
+    try:  # numba's cache layout, not a public API: anything unexpected means "cached"
+        index = kernel._cache._cache_file._index_path
+    except AttributeError:
+        return True
+    return not isinstance(index, str) or os.path.exists(index)
+
+
 def cache_is_cold() -> bool:
     """Whether numba's on-disk cache holds no entry of the tokeniser's kernel (so this run compiles)."""
     from neardup.core.scan import scan_part
 
-    dispatcher: Any = scan_part
-    try:  # numba's cache layout, not a public API: anything unexpected means "do not warm"
-        index = dispatcher._cache._cache_file._index_path
-    except AttributeError:
-        return False
-    return isinstance(index, str) and not os.path.exists(index)
+    return not in_cache(scan_part)
+
+
+def first_pass_reader_cached() -> bool:
+    """Whether the compiled reader of a JSON Lines first pass is in numba's cache: a run that
+    would compile it (2.5 s, before its first signature) reads with pyarrow instead, and the
+    child of :func:`start_if_cold` compiles it for the next run."""
+    from neardup.io.json_records import _scan
+
+    return in_cache(_scan)
 
 
 def start_if_cold() -> subprocess.Popen[bytes] | None:
-    """Start compiling the later stages' kernels in a child process, if the cache is cold."""
-    if os.environ.get("NUMBA_DISABLE_JIT", "0") != "0" or not cache_is_cold():
+    """Start compiling the later stages' kernels in a child process, if the cache is cold (or
+    lacks the first pass's reader)."""
+    if os.environ.get("NUMBA_DISABLE_JIT", "0") != "0":
+        return None
+    if not cache_is_cold() and first_pass_reader_cached():
         return None
     try:
         return subprocess.Popen(

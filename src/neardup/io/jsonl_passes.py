@@ -53,6 +53,7 @@ from neardup.io.jsonl_lines import LineWriter
 from neardup.io.spans import read_ranges
 from neardup.io.writers import OutputDir
 from neardup.pipeline import arrow_to_batch
+from neardup.warm import first_pass_reader_cached
 
 SCAN_BYTES = 16 << 20
 """Bytes read at a time when finding the lines."""
@@ -271,9 +272,9 @@ class JsonlPasses:
     def _compiled_id_type(self) -> pa.DataType | None:
         """The id column's type where :meth:`_compiled_tables` reads the file (``pa.null()`` for
         generated ids), or None: only the text and id are read, text as strings, ids as strings
-        or int64."""
+        or int64, and the reader is in numba's cache."""
         schema = self._read_schema
-        if self.all_columns or self._cast or schema is None:
+        if self.all_columns or self._cast or schema is None or not first_pass_reader_cached():
             return None
         if not pa.types.is_string(schema.field(self.text_column).type):
             return None
