@@ -330,8 +330,9 @@ def test_command_exit_codes_and_flushed_output(tmp_path: Path) -> None:
 
 
 def test_command_runs_without_pandas_and_the_library_keeps_it(tmp_path: Path) -> None:
-    """pyarrow would import pandas (where installed) at its first numpy conversion; the command
-    hides it, deduplicates all the same (ids checked, JSON written) and never loads it."""
+    """pyarrow would import pandas (where installed) and dateutil at its first numpy conversion;
+    the command hides them, deduplicates all the same (ids checked, JSON written) and never loads
+    them."""
     import importlib.util
     import subprocess
     import sys
@@ -346,7 +347,8 @@ def test_command_runs_without_pandas_and_the_library_keeps_it(tmp_path: Path) ->
         "import os, sys\n"
         "real_exit = os._exit\n"
         "def report_and_exit(code):\n"
-        "    print('pandas loaded:', sys.modules.get('pandas') is not None, flush=True)\n"
+        "    loaded = [m for m in ('pandas', 'dateutil') if sys.modules.get(m) is not None]\n"
+        "    print('loaded:', loaded, flush=True)\n"
         "    real_exit(code)\n"
         "os._exit = report_and_exit\n"
         "from neardup.cli import run\n"
@@ -360,7 +362,7 @@ def test_command_runs_without_pandas_and_the_library_keeps_it(tmp_path: Path) ->
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().splitlines()[-1] == "pandas loaded: False"
+    assert done.stdout.strip().splitlines()[-1] == "loaded: []"
     assert len((out / "deduped.jsonl").read_text(encoding="utf-8").splitlines()) == 3
     # the library, imported as usual, leaves pandas alone
     assert _pandas_after_a_numpy_conversion() is True

@@ -648,21 +648,24 @@ def _errors() -> Iterator[None]:
     """neardup's errors as messages and exit codes: settings 2, inputs, outputs and indexes 1;
     an interrupt 130. Notes on the error (where a streamed run's work is kept) follow it."""
     from neardup.errors import ConfigError, InputError, OutputError, StorageError
-    from neardup.index.opening import IndexExistsError, IndexNotFoundError
 
     try:
         yield
     except KeyboardInterrupt as exc:
         _fail_with_notes("interrupted", 130, exc)
-    except IndexNotFoundError as exc:
-        _fail(
-            f"{exc}; create one with: neardup index build CORPUS... --index {redact_url(exc.url)}", EXIT_INPUT
-        )
-    except IndexExistsError as exc:
-        _fail(f"{exc}; add to it with neardup index add, or pass --replace to build it anew", EXIT_INPUT)
     except ConfigError as exc:
         _fail_with_notes(_flag_names(str(exc)), EXIT_USAGE, exc)
-    except (InputError, OutputError, StorageError, OSError) as exc:
+    except StorageError as exc:
+        # imported here: a run without an index loads none of the index code
+        from neardup.index.opening import IndexExistsError, IndexNotFoundError
+
+        if isinstance(exc, IndexNotFoundError):
+            build = f"neardup index build CORPUS... --index {redact_url(exc.url)}"
+            _fail(f"{exc}; create one with: {build}", EXIT_INPUT)
+        if isinstance(exc, IndexExistsError):
+            _fail(f"{exc}; add to it with neardup index add, or pass --replace to build it anew", EXIT_INPUT)
+        _fail_with_notes(str(exc), EXIT_INPUT, exc)
+    except (InputError, OutputError, OSError) as exc:
         _fail_with_notes(str(exc), EXIT_INPUT, exc)
 
 
@@ -915,10 +918,12 @@ def _importer() -> str | None:
 
 
 def _hide_unused() -> None:
-    """Hide pandas and scipy from this process (those of them not imported yet), and from numba
-    the two packages it imports only for features the command never uses: cffi (kernels that
-    call cffi functions) and, when the working folder has no ``.numba_config.yaml``, PyYAML."""
-    hidden = frozenset(name for name in ("pandas", "scipy") if name not in sys.modules)
+    """Hide pandas, scipy and dateutil from this process (those of them not imported yet), and
+    from numba the two packages it imports only for features the command never uses: cffi
+    (kernels that call cffi functions) and, when the working folder has no ``.numba_config.yaml``,
+    PyYAML. pyarrow imports dateutil at its first numpy conversion (8.6 ms), to read
+    ``relativedelta`` objects, which the command never makes."""
+    hidden = frozenset(name for name in ("pandas", "scipy", "dateutil") if name not in sys.modules)
     hidden_from = {"cffi": "numba.core.typing.cffi_utils"}
     if not os.path.exists(".numba_config.yaml"):
         hidden_from["yaml"] = "numba.core.config"
@@ -943,8 +948,9 @@ def run() -> NoReturn:
     the first conversion to numpy, to look for pandas types (0.37 s and 40 MB), and numba's
     set-up imports ``scipy.linalg`` (where installed) to see whether its kernels may call BLAS,
     which neardup's never do (0.19-0.21 s of the 0.37-0.42 s set-up, before the first kernel can
-    load). :func:`_hide_unused` hides both from this process, and cffi and PyYAML from numba
-    (0.07 s of imports), and pyarrow and numba go on as where they are not installed. Its
+    load). :func:`_hide_unused` hides both from this process (and dateutil, which pyarrow imports
+    beside pandas), and cffi and PyYAML from numba (0.07 s of imports), and pyarrow and numba go
+    on as where they are not installed. Its
     threads share one malloc arena (:mod:`neardup.core.malloc_arenas`).
     """
     _hide_unused()

@@ -13,12 +13,10 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from neardup.config import DedupConfig
 from neardup.errors import ConfigError
-from neardup.index import LSHIndex
-from neardup.index.opening import open_index
 from neardup.io import Corpus, ReadOptions, expand_inputs, read_corpus
 from neardup.io._common import WholeReadNeededError
 from neardup.io.writers import output_tables
@@ -28,6 +26,9 @@ from neardup.jobs.modes import in_memory, in_passes, streamed
 from neardup.jobs.on_ray import RayOptions, on_ray
 from neardup.jobs.summary import null_texts_note
 from neardup.memory import MemoryBudget, MemoryLimitError, MemoryWatch, release_memory
+
+if TYPE_CHECKING:
+    from neardup.index import LSHIndex
 
 __all__ = ["DedupJob", "Mode", "choose_mode", "run_dedup"]
 
@@ -220,6 +221,8 @@ def _run_engine(job: DedupJob, events: RunEvents) -> dict[str, Any]:
         return streamed(job.inputs, config=config, job=job, budget=budget, events=events, reason=stopped)
     if paths is not None:
         _refuse_streaming_against(job, paths, budget)
+    from neardup.index.opening import open_index  # here: a run without an index loads none of it
+
     # open_index checks the signature settings against the index's, and makes a new one from them
     with open_index(
         job.against, settings=job.settings, create=job.update_index, readonly=not job.update_index
