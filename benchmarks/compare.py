@@ -783,6 +783,14 @@ def timed_process(cmd: list[str], *, env: dict[str, str], log: Path) -> tuple[fl
     return usage["wall_s"], usage["cpu_s"], usage["rss_mb"], stdout
 
 
+def wait_for_compiling(code: NeardupCode, env_extra: dict[str, str] | None = None) -> None:
+    """Wait for the kernel-compiling child that a run on a cold cache starts (it goes on after
+    the run, and would share the cores with the timed rounds)."""
+    env = {**code.env, **(env_extra or {})}
+    script = "from neardup.warm import wait_until_compiled; wait_until_compiled()"
+    subprocess.run([sys.executable, "-c", script], env=env, check=True)
+
+
 def run_neardup(
     corpus: Corpus,
     s: Settings,
@@ -1057,6 +1065,7 @@ def run_rounds(
     nd = functools.partial(run_neardup, corpus, s, code=code)
     if code.snapshot:  # the snapshot has no numba cache yet: this run compiles and fills it
         first = nd(workdir / "neardup")
+        wait_for_compiling(code)
         extra["cold"] = asdict(first)
         log(
             f"first neardup run (compiles into an empty numba cache; not in the rounds): {first.wall_s:.2f} s"
@@ -1067,6 +1076,7 @@ def run_rounds(
         if not args.no_cold:
             with tempfile.TemporaryDirectory(prefix="neardup-numba-") as empty:
                 cold = nd(workdir / "neardup-cold", env_extra={"NUMBA_CACHE_DIR": empty})
+                wait_for_compiling(code, {"NUMBA_CACHE_DIR": empty})
             extra["cold"] = asdict(cold)
             log(f"cold neardup run (empty numba cache): {cold.wall_s:.2f} s")
     others = [p for p in args.pipelines.split(",") if p in OTHERS]

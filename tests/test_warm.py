@@ -83,9 +83,10 @@ print(json.dumps(sorted(names)))
 def test_a_cold_cache_starts_the_child_and_the_run_after_it_compiles_only_the_tokeniser(
     tmp_path: Path,
 ) -> None:
-    """On an empty cache ``start_if_cold`` starts the child; once it is done, a run compiles the
-    tokeniser and the two helpers it reaches first, and loads everything else the child compiled.
-    On a cache holding the tokeniser it starts nothing."""
+    """On an empty cache ``start_if_cold`` starts the child, and no second one while it compiles
+    (it holds the cache's lock file); once it is done, a run compiles the tokeniser and the two
+    helpers it reaches first, and loads everything else the child compiled. On a cache holding
+    the tokeniser it starts nothing."""
     script = (
         "import sys\n"
         "from neardup.warm import start_if_cold\n"
@@ -96,6 +97,13 @@ def test_a_cold_cache_starts_the_child_and_the_run_after_it_compiles_only_the_to
         "child = start_if_cold()\n"
         "print(child is not None)\n"
         "if child is not None:\n"
+        "    import time\n"
+        "    from neardup.warm import compiling, wait_until_compiled\n"
+        "    deadline = time.monotonic() + 60\n"
+        "    while not compiling() and child.poll() is None and time.monotonic() < deadline:\n"
+        "        time.sleep(0.05)\n"
+        "    print(compiling(), start_if_cold() is None)  # one child at a time\n"
+        "    print(wait_until_compiled(), compiling())\n"
         "    print(child.wait())\n"
     )
 
@@ -106,7 +114,7 @@ def test_a_cold_cache_starts_the_child_and_the_run_after_it_compiles_only_the_to
         return done.stdout
 
     cold = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
-    assert run(script, cold, "cold").split() == ["True", "0"]
+    assert run(script, cold, "cold").split() == ["True", "True", "True", "True", "False", "0"]
     compiled = set(json.loads(run(_COMPILED_BY_A_RUN, cold).strip().splitlines()[-1]))
     ours = {name for name in compiled if not name.startswith(("ol_", "_ol_", "np_"))}  # numba's own
     assert "scan_part" in ours  # the tokeniser is compiled here, so the check can see a compile

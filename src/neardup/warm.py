@@ -12,8 +12,9 @@ sets), the JSON escaping (:func:`compile_output_kernels`) and the input's line k
 tokeniser meanwhile, loads each of them from the cache when it gets there.
 
 Nothing depends on the child: if it fails, is slow, or finds the cache warm, this process
-compiles or loads as it would have. It is started only when the tokeniser's cache entry is
-missing, so a warm run starts no process.
+compiles or loads as it would have. It is started only when the tokeniser's cache entry (or the
+first pass's reader's) is missing and no other child is compiling into the cache (it holds a lock
+file there while it compiles), so a warm run starts no process.
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no lock, so a run may start a second child
+    fcntl = None  # type: ignore[assignment]
 
 import numpy as np
 
@@ -51,12 +58,63 @@ def first_pass_reader_cached() -> bool:
     return in_cache(_scan)
 
 
+LOCK_NAME = "neardup-warm.lock"
+"""The file, beside the tokeniser's cache entry, that a compiling child holds locked."""
+
+
+def _lock_file(create: bool) -> int | None:
+    """An open descriptor of the lock file (made, with its folder, if ``create``), or None where
+    there is none or locks are not available."""
+    if fcntl is None:
+        return None
+    from neardup.core.scan import scan_part
+
+    dispatcher: Any = scan_part
+    try:
+        folder = os.path.dirname(dispatcher._cache._cache_file._index_path)
+    except AttributeError:
+        return None
+    try:
+        if create:
+            os.makedirs(folder, exist_ok=True)
+        return os.open(os.path.join(folder, LOCK_NAME), os.O_RDWR | (os.O_CREAT if create else 0), 0o644)
+    except OSError:
+        return None
+
+
+def compiling() -> bool:
+    """Whether a child of :func:`start_if_cold` is compiling into this cache now."""
+    fd = _lock_file(create=False)
+    if fd is None or fcntl is None:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # and the lock with it, if this took it
+    return False
+
+
+def wait_until_compiled(timeout: float = 600.0) -> bool:
+    """Wait for a compiling child of :func:`start_if_cold` to finish (at most ``timeout``
+    seconds); whether none is compiling now. A benchmark calls it before timing warm runs."""
+    deadline = time.monotonic() + timeout
+    while compiling():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def start_if_cold() -> subprocess.Popen[bytes] | None:
     """Start compiling the later stages' kernels in a child process, if the cache is cold (or
-    lacks the first pass's reader)."""
+    lacks the first pass's reader) and no child is compiling into it already."""
     if os.environ.get("NUMBA_DISABLE_JIT", "0") != "0":
         return None
     if not cache_is_cold() and first_pass_reader_cached():
+        return None
+    if compiling():  # a child started by an earlier run is still at work
         return None
     try:
         return subprocess.Popen(
@@ -212,8 +270,21 @@ def compile_input_kernels() -> None:
     record_fields(np.frombuffer(record, dtype=np.uint8), *bounds, "text", "id", pa.int64())
 
 
-if __name__ == "__main__":  # pragma: no cover (run as a child process)
+def _compile_holding_the_lock() -> None:
+    """The child's work: every kernel above, holding the lock file while it compiles (another
+    child already holding it is left to finish alone). The first pass's reader comes right after
+    the tokeniser's helpers: the next run needs it first."""
+    fd = _lock_file(create=True)
+    if fd is not None and fcntl is not None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return
     compile_tokeniser_helpers()
+    compile_input_kernels()
     compile_later_stages()
     compile_output_kernels()
-    compile_input_kernels()
+
+
+if __name__ == "__main__":  # pragma: no cover (run as a child process)
+    _compile_holding_the_lock()
