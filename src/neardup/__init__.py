@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0.dev0"
 
@@ -95,17 +95,8 @@ def _segment_jieba(texts: Sequence[str]) -> list[str]:
 import_module("neardup.core.segmenters").register_segmenter("jieba", _segment_jieba)
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'neardup' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value  # imported once
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+# the helper imported by module, not by name: the names imported from neardup's modules here are its API
+__getattr__, __dir__ = import_module("neardup.lazy_names").lazy_names(__name__, _WHERE, __all__, globals())
 
 
 if TYPE_CHECKING:

@@ -33,13 +33,19 @@ except ImportError:  # not POSIX: no lock, so a run may start a second child
 import numpy as np
 
 
-def in_cache(kernel: Any) -> bool:
-    """Whether numba's on-disk cache holds an entry of ``kernel`` (True where that cannot be told)."""
-    try:  # numba's cache layout, not a public API: anything unexpected means "cached"
+def _index_path(kernel: Any) -> str | None:
+    """Where numba's on-disk cache keeps ``kernel``'s index, or None where that cannot be told."""
+    try:  # numba's cache layout, not a public API
         index = kernel._cache._cache_file._index_path
     except AttributeError:
-        return True
-    return not isinstance(index, str) or os.path.exists(index)
+        return None
+    return index if isinstance(index, str) else None
+
+
+def in_cache(kernel: Any) -> bool:
+    """Whether numba's on-disk cache holds an entry of ``kernel`` (True where that cannot be told)."""
+    index = _index_path(kernel)
+    return index is None or os.path.exists(index)
 
 
 def cache_is_cold() -> bool:
@@ -69,11 +75,10 @@ def _lock_file(create: bool) -> int | None:
         return None
     from neardup.core.scan import scan_part
 
-    dispatcher: Any = scan_part
-    try:
-        folder = os.path.dirname(dispatcher._cache._cache_file._index_path)
-    except AttributeError:
+    index = _index_path(scan_part)
+    if index is None:
         return None
+    folder = os.path.dirname(index)
     try:
         if create:
             os.makedirs(folder, exist_ok=True)

@@ -146,19 +146,28 @@ def _find_field(data: np.ndarray, start: int, end: int, key: np.ndarray) -> tupl
                     first, after = p + 1, v_end - 1
                 elif not _is_null(data, p, v_end):
                     return _BAD, 0, False
-            p = _skip_space(data, v_end, end)
-            if p < end and data[p] == 0x2C:
-                p = _skip_space(data, p + 1, end)
-                continue
-            if p < end and data[p] == 0x7D:
-                p += 1
+            p, more = _next_member(data, v_end, end)
+            if more < 0:
+                return _BAD, 0, False
+            if not more:
                 break
-            return _BAD, 0, False
     if _skip_space(data, p, end) != end:
         return _BAD, 0, False
     if first == _NULL:
         return _NULL, 0, False
     return first, after, escaped
+
+
+@helper
+def _next_member(data: np.ndarray, p: int, end: int) -> tuple[int, int]:
+    """After an object member's value (ending at ``p``): ``(the next key's start, 1)`` past a
+    comma, ``(the index after it, 0)`` past the closing brace, ``(p, -1)`` for anything else."""
+    p = _skip_space(data, p, end)
+    if p < end and data[p] == 0x2C:
+        return _skip_space(data, p + 1, end), 1
+    if p < end and data[p] == 0x7D:
+        return p + 1, 0
+    return p, -1
 
 
 @helper
@@ -326,6 +335,11 @@ def _write(
                 out[np.uint64(q + i)] = data[np.uint64(first + i)]
 
 
+def key_bytes(name: str) -> np.ndarray:
+    """A member's name as the kernels compare it: its UTF-8 bytes, read-only."""
+    return readonly(np.frombuffer(name.encode("utf-8"), dtype=np.uint8).copy())
+
+
 def string_field(
     data: np.ndarray, starts: np.ndarray, ends: np.ndarray, key: str
 ) -> tuple[np.ndarray, np.ndarray] | None:
@@ -335,7 +349,7 @@ def string_field(
     data = readonly(np.ascontiguousarray(data, dtype=np.uint8))
     starts = readonly(np.ascontiguousarray(starts, dtype=np.int64))
     ends = readonly(np.ascontiguousarray(ends, dtype=np.int64))
-    name = readonly(np.frombuffer(key.encode("utf-8"), dtype=np.uint8).copy())
+    name = key_bytes(key)
     rows = starts.size
     found = np.empty((rows, 3), dtype=np.int64)
     sizes = np.empty(rows, dtype=np.int64)

@@ -21,7 +21,16 @@ import pyarrow as pa
 
 from neardup.core.jit import helper, kernel
 from neardup.core.scan import readonly
-from neardup.io.json_fields import _NULL, _decode, _skip_space, _string_end, _write
+from neardup.io.json_fields import (
+    _NULL,
+    _decode,
+    _is_null,
+    _next_member,
+    _skip_space,
+    _string_end,
+    _write,
+    key_bytes,
+)
 
 MAX_DEPTH = 64
 """Nesting a line may have for :func:`record_fields` to read it (pyarrow reads deeper ones)."""
@@ -273,18 +282,15 @@ def _record(
                     if not ok:
                         return False
                     held[0], held[1], held[2], held[3] = p, value, 0, 0
-                elif is_text and v_end - p == 4 and data[p] == 0x6E:
+                elif is_text and _is_null(data, p, v_end):
                     held[0] = _NULL - 1  # null: seen, no text
                 else:
                     return False
-            p = _skip_space(data, v_end, end)
-            if p < end and data[p] == 0x2C:
-                p = _skip_space(data, p + 1, end)
-                continue
-            if p < end and data[p] == 0x7D:
-                p += 1
+            p, more = _next_member(data, v_end, end)
+            if more < 0:
+                return False
+            if not more:
                 break
-            return False
     if _skip_space(data, p, end) != end:
         return False
     if text[0] == _NULL - 1:
@@ -346,8 +352,12 @@ def record_fields(
     id_is_int = id_type == pa.int64()
     text_found = np.empty((rows, 4), dtype=np.int64)  # first, after, escaped, decoded size
     id_found = np.empty((rows, 4), dtype=np.int64)
-    keys = [_key(text_key), _key(id_key or "")]
-    if _scan(data, starts, ends, keys[0], keys[1], id_is_int, text_found, id_found) >= 0:
+    if (
+        _scan(
+            data, starts, ends, key_bytes(text_key), key_bytes(id_key or ""), id_is_int, text_found, id_found
+        )
+        >= 0
+    ):
         return None
     text = _strings(data, text_found)
     if text is None:
@@ -365,10 +375,6 @@ def pooled_bytes(size: int) -> np.ndarray:
     made and dropped a piece at a time stay in glibc's heap once its mmap threshold has risen
     past them (30 MB more at the peak of a run's first pass); Arrow's pool hands them back."""
     return np.frombuffer(pa.allocate_buffer(size), dtype=np.uint8)
-
-
-def _key(name: str) -> np.ndarray:
-    return readonly(np.frombuffer(name.encode("utf-8"), dtype=np.uint8).copy())
 
 
 def _strings(data: np.ndarray, found: np.ndarray) -> pa.Array | None:

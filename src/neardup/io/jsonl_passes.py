@@ -50,7 +50,7 @@ from neardup.io.json_fields import string_field
 from neardup.io.json_records import pooled_bytes, record_fields
 from neardup.io.jsonl import STREAM_BLOCK_SIZE, open_blocks, slow_path_reason
 from neardup.io.jsonl_lines import LineWriter
-from neardup.io.spans import read_ranges
+from neardup.io.spans import read_exactly, read_ranges
 from neardup.io.writers import OutputDir
 from neardup.pipeline import arrow_to_batch
 from neardup.warm import first_pass_reader_cached
@@ -302,7 +302,7 @@ class JsonlPasses:
                 too_far = base + FIRST_PASS_BYTES
                 hi = max(lo + 1, min(hi, int(np.searchsorted(self.spans[lo:hi, 1], too_far, "right")) + lo))
                 data = pooled_bytes(int(self.spans[hi - 1, 1]) - base)
-                if not _read_at(fh, base, data):
+                if not read_exactly(fh.fileno(), data, base):
                     raise self._changed()
                 starts = self.spans[lo:hi, 0] - base
                 ends = self.spans[lo:hi, 1] - base
@@ -461,18 +461,6 @@ class JsonlPasses:
 
     def _changed(self) -> InputError:
         return InputError("the file changed while it was being read; run again", path=self.path)
-
-
-def _read_at(fh: Any, offset: int, out: np.ndarray) -> bool:
-    """Fill ``out`` with the bytes of the unbuffered file ``fh`` from ``offset``; False if it ends first."""
-    fh.seek(offset)
-    view, got = out.data, 0
-    while got < out.size:
-        size = fh.readinto(view[got:])
-        if not size:
-            return False
-        got += size
-    return True
 
 
 def _stamp(path: Path) -> tuple[int, int]:

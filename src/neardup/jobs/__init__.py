@@ -9,8 +9,9 @@
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from neardup.lazy_names import lazy_names
 
 _WHERE = {
     "BackupNotFoundError": "neardup.index.backup",
@@ -49,17 +50,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'neardup.jobs' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value  # imported once
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _WHERE, __all__, globals())
 
 
 if TYPE_CHECKING:
