@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 import neardup.io.page_cache
-from neardup.io.page_cache import WINDOW, WriteBehind
+from neardup.io.page_cache import BEHIND, RETRIES, WINDOW, WriteBehind
 from neardup.io.writers import TableWriter
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "posix_fadvise"), reason="no posix_fadvise here")
@@ -73,9 +73,7 @@ def test_a_file_written_behind_leaves_its_pages_to_the_system(
     assert (tmp_path / "behind.jsonl").read_bytes() == (tmp_path / "kept.jsonl").read_bytes()
 
 
-def test_writeback_starts_a_window_at_a_time_and_pages_go_two_windows_later(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _recorded(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
     asked: list[tuple[int, int]] = []
     real = os.posix_fadvise
 
@@ -84,6 +82,13 @@ def test_writeback_starts_a_window_at_a_time_and_pages_go_two_windows_later(
         real(fd, offset, length, advice)
 
     monkeypatch.setattr(neardup.io.page_cache.os, "posix_fadvise", record)
+    return asked
+
+
+def test_writeback_starts_a_window_at_a_time_and_pages_go_two_windows_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked = _recorded(monkeypatch)
     path = tmp_path / "out.bin"
     with open(path, "wb") as fh:
         behind = WriteBehind(path)
@@ -95,7 +100,37 @@ def test_writeback_starts_a_window_at_a_time_and_pages_go_two_windows_later(
         fh.flush()
         behind.wrote()
         w = WINDOW
-        assert asked == [(0, w), (w, w), (2 * w, w), (0, w), (3 * w, w), (w, w), (4 * w, w), (2 * w, w)]
+        # each complete window's writeback, then the pages of all but the last two
+        assert asked == [(0, w), (w, w), (2 * w, w), (3 * w, w), (4 * w, w), (0, 3 * w)]
         asked.clear()
         behind.close()
-        assert asked == [(3 * w, 0)]  # the rest: its writeback started, what is clean dropped
+        assert asked == [(0, 0)]  # the rest: its writeback started, what is clean dropped
+
+
+def test_pages_still_cached_are_asked_for_again_with_later_windows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A window's pages that were still being written when first asked for are asked for again
+    as the file grows (a page asked for once stayed cached if its writeback had not finished),
+    for RETRIES windows, and no longer after."""
+    asked = _recorded(monkeypatch)
+    path = tmp_path / "out.bin"
+    w = WINDOW
+    drops: list[tuple[int, int]] = []
+    with open(path, "wb") as fh:
+        behind = WriteBehind(path)
+        for k in range(1, BEHIND + RETRIES + 4):
+            fh.write(b"x" * w)
+            fh.flush()
+            asked.clear()
+            behind.wrote()
+            assert asked[0] == ((k - 1) * w, w)  # this window's writeback
+            drops.append(asked[1] if len(asked) > 1 else (-1, -1))
+        behind.close()
+    for k, (offset, length) in enumerate(drops, start=1):
+        end = (k - BEHIND) * w
+        if end <= 0:
+            assert offset == -1  # nothing two windows back yet
+        else:
+            assert offset + length == end  # up to two windows back
+            assert offset == max(0, end - RETRIES * w)  # and RETRIES windows before that again
