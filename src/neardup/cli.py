@@ -6,7 +6,6 @@ Exit codes: 0 success, 1 an input or output problem, 2 a usage or settings probl
 from __future__ import annotations
 
 import contextlib
-import importlib.abc
 import json
 import os
 import re
@@ -15,14 +14,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from neardup import __version__, interrupts
+from neardup.cli_console import QuietConsole, new_console
 from neardup.config import (
     KEEP_POLICIES,
     SKETCHES,
@@ -36,6 +33,9 @@ from neardup.config import (
 from neardup.core import collector
 from neardup.core.malloc_arenas import share_one_arena
 from neardup.redaction import redact_url
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 OUTPUT_FORMATS = ("csv", "jsonl", "parquet")  # neardup.io.OUTPUT_FORMATS, kept light for --help
 WORK_DIR_NAME = ".neardup-work"  # neardup.engines.streaming.WORK_DIR_NAME
@@ -582,7 +582,7 @@ def dedup(
     else:
         collector.release()
         _unhide()  # Ray Data imports pandas
-    err = Console(stderr=True, quiet=quiet)
+    err = new_console(stderr=True, quiet=quiet)
     # Ray prints its workers' messages (a worker lost and its task run again) on standard output,
     # which is the summary's: they go to standard error instead.
     output = contextlib.redirect_stdout(sys.stderr) if engine == "ray" else contextlib.nullcontext()
@@ -590,8 +590,8 @@ def dedup(
         summary = _run_job(job, _Events(err, on_progress))
     if as_json:
         click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
-    else:
-        _print_summary(Console(quiet=quiet), summary)
+    elif not quiet:
+        _print_summary(new_console(), summary)
 
 
 def _run_job(job: Any, events: Any) -> dict[str, Any]:
@@ -623,7 +623,7 @@ def _prepare_kernels(quiet: bool) -> None:
 class _Events:
     """The run's events drawn on standard error: the shape line, progress bars, skipped records."""
 
-    def __init__(self, console: Console, on_progress: Any) -> None:
+    def __init__(self, console: Console | QuietConsole, on_progress: Any) -> None:
         self.console = console
         self.progress = on_progress
 
@@ -713,7 +713,7 @@ def _flag_names(message: str) -> str:
     return _FLAG_WORDS.sub(lambda m: _FLAGS[m.group(1)], message)
 
 
-def _print_shape(console: Console, config: DedupConfig) -> None:
+def _print_shape(console: Console | QuietConsole, config: DedupConfig) -> None:
     from neardup.core.params import lsh_shape, s_curve
 
     b, r = lsh_shape(config.lsh, config.minhash)
@@ -745,9 +745,14 @@ def _set_workers(workers: int) -> None:
 
 
 @contextmanager
-def _progress(console: Console) -> Iterator[Any]:
+def _progress(console: Console | QuietConsole) -> Iterator[Any]:
     """Progress bars for the stages; each report is also where a Ctrl-C is raised (see
     :mod:`neardup.interrupts`)."""
+    if isinstance(console, QuietConsole) or console.quiet:  # no bars, and rich's not imported
+        yield lambda stage, done, total: interrupts.check()
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     labels = {
         "read": "Reading inputs",
         "signatures": "MinHash signatures",
@@ -794,7 +799,9 @@ def _words_of(summary: dict[str, Any]) -> str:
     return "" if tokenizer == "builtin" else f" of {tokenizer} words"
 
 
-def _print_summary(console: Console, s: dict[str, Any]) -> None:
+def _print_summary(console: Console | QuietConsole, s: dict[str, Any]) -> None:
+    from rich.table import Table
+
     table = Table(title="neardup dedup", show_header=False, title_justify="left")
     table.add_column("figure", style="bold")
     table.add_column("value", justify="right", overflow="fold")  # a long path folds, never cut
@@ -891,9 +898,11 @@ def _given_settings(
     }
 
 
-class _WithoutUnused(importlib.abc.MetaPathFinder):
-    """An import finder for which the packages in ``hidden`` are not installed, and those in
-    ``hidden_from`` are not for the one module named with each (others import them as usual)."""
+class _WithoutUnused:
+    """An import finder (``importlib.abc.MetaPathFinder``'s protocol; not its subclass, as
+    ``importlib.abc`` alone imports 12 ms of modules) for which the packages in ``hidden`` are
+    not installed, and those in ``hidden_from`` are not for the one module named with each
+    (others import them as usual)."""
 
     def __init__(self, hidden: frozenset[str], hidden_from: dict[str, str]) -> None:
         self.hidden = hidden

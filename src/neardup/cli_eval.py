@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from neardup.cli import _errors, main
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -89,6 +90,8 @@ def eval_command(
     if as_json:
         click.echo(json.dumps(figures, indent=2, ensure_ascii=False))
         return
+    from rich.console import Console
+
     console = Console()
     console.print(_scores_table(figures, truth_file))
     if figures["recall_by_category"] is not None:
@@ -96,6 +99,8 @@ def eval_command(
 
 
 def _scores_table(e: dict[str, Any], truth_file: str) -> Table:
+    from rich.table import Table
+
     table = Table(title="neardup eval", show_header=False, title_justify="left")
     table.add_column("figure", style="bold")
     table.add_column("value", justify="right", overflow="fold")
@@ -131,6 +136,8 @@ def _scores_table(e: dict[str, Any], truth_file: str) -> Table:
 
 
 def _category_table(e: dict[str, Any]) -> Table:
+    from rich.table import Table
+
     unit = "Pairs" if e["truth_form"] == "pairs" else "Rows"
     table = Table(title="Recall by category", title_justify="left")
     table.add_column("Category", style="bold", overflow="fold")

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from neardup import interrupts
 from neardup.cli import (
@@ -37,8 +34,12 @@ from neardup.cli import (
     _text_column,
     main,
 )
+from neardup.cli_console import QuietConsole, new_console
 from neardup.config import DedupConfig, ShingleMode, Sketch, Tokenizer
 from neardup.redaction import redact_url
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # -- the index -----------------------------------------------------------------------------------
 
@@ -61,9 +62,14 @@ def _read_for_index(inputs: tuple[str, ...], options: Any) -> Any:
     return corpus
 
 
-def _insert_corpus(index: Any, corpus: Any, console: Console) -> int:
+def _insert_corpus(index: Any, corpus: Any, console: Console | QuietConsole) -> int:
     """Insert every row, in all-or-nothing chunks, with a progress bar; return how many."""
     from neardup.jobs import index_corpus
+
+    if isinstance(console, QuietConsole) or console.quiet:
+        with _errors():
+            return index_corpus(index, corpus, lambda _, done, total: None)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     bar = Progress(
         TextColumn("{task.description:<20}"),
@@ -170,7 +176,7 @@ def index_build(
         config = DedupConfig.create(**given, fp_weight=fp_weight)
         options = _read_options(text_column, id_column, lines, on_error)
     corpus = _read_for_index(inputs, options)
-    err = Console(stderr=True, quiet=quiet)
+    err = new_console(stderr=True, quiet=quiet)
     with _errors():
         idx = build_index(
             index_url, config, keep_shingles=keep_shingles, containment=containment, replace=replace_existing
@@ -242,7 +248,7 @@ def index_add(
         options = _read_options(text_column, id_column, lines, on_error)
     with _errors(), _open_index(index_url, given=given) as idx:  # a storage error exits, named
         corpus = _read_for_index(inputs, options)
-        err = Console(stderr=True, quiet=quiet)
+        err = new_console(stderr=True, quiet=quiet)
         before = len(idx)
         added = _insert_corpus(idx, corpus, err)
         total = len(idx)
@@ -354,12 +360,14 @@ def index_query(
     if not rows:
         click.echo("no matches", err=True)
         return
+    from rich.table import Table
+
     table = Table(show_header=True, header_style="bold")
     for name, justify in (("query", "left"), ("key", "left"), (score, "right"), ("exact", "left")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for q, key, value, is_exact in rows:
         table.add_row(str(q), key, f"{value:.4f}", "yes" if is_exact else "no")
-    Console(soft_wrap=True).print(table)
+    new_console(soft_wrap=True).print(table)
 
 
 @index.command("remove")
@@ -397,6 +405,8 @@ def index_stats(index_url: str, as_json: bool) -> None:
         return
     s = stats["settings"]
     size = stats["size_bytes"]
+    from rich.table import Table
+
     table = Table(title="neardup index", show_header=False, title_justify="left")
     table.add_column("figure", style="bold")
     table.add_column("value", overflow="fold")  # a long path folds, never cut
@@ -424,7 +434,7 @@ def index_stats(index_url: str, as_json: bool) -> None:
         ("Size on disk", "unknown" if size is None else f"{size:,} bytes"),
     ):
         table.add_row(name, value)
-    Console(soft_wrap=True).print(table)
+    new_console(soft_wrap=True).print(table)
 
 
 def _copy_index(
@@ -434,7 +444,7 @@ def _copy_index(
     from neardup.jobs import BackupNotFoundError, IndexExistsError, backup_index, restore_index
 
     copy = restore_index if restore else backup_index
-    err = Console(stderr=True, quiet=quiet)
+    err = new_console(stderr=True, quiet=quiet)
     with _errors():
         try:
             with interrupts.DeferredInterrupt(), _progress(err) as on_progress:

@@ -6,14 +6,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from neardup.cli import EXIT_USAGE, _errors, _fail, _progress, _quiet, _text_column, main
+from neardup.cli_console import new_console
 from neardup.cli_eval import read_truth_options, truth_options
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 @main.command("report")
@@ -226,7 +228,7 @@ def tune_command(
             min_precision=min_precision,
             seed=seed,
         )
-        err = Console(stderr=True, quiet=quiet or as_json)
+        err = new_console(stderr=True, quiet=quiet or as_json)
         with _progress(err) as on_progress:
             outcome = run_tune(job, on_progress)
         data = outcome.to_dict()
@@ -235,20 +237,22 @@ def tune_command(
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return
-    console = Console(quiet=quiet)
-    console.print(_points_table(data))
+    if quiet:
+        return
+    out = new_console()
+    out.print(_points_table(data))
     rec = data["recommended"]
     if rec is None:
-        console.print(f"No recommendation: {data['reason']}", highlight=False)
+        out.print(f"No recommendation: {data['reason']}", highlight=False)
     else:
-        console.print(
+        out.print(
             f"Recommended: {rec['label']} at threshold {rec['threshold']} "
             f"(precision {rec['pair_precision']:.4f}, recall {rec['pair_recall']:.4f}, "
             f"F1 {rec['pair_f1']:.4f})",
             highlight=False,
         )
-        console.print(data["command"], highlight=False, markup=False, soft_wrap=True)
-    console.print(f"Precision/recall curves: {output}", highlight=False)
+        out.print(data["command"], highlight=False, markup=False, soft_wrap=True)
+    out.print(f"Precision/recall curves: {output}", highlight=False)
 
 
 def _points_table(data: dict[str, Any], shown: int = 10) -> Table:
@@ -259,6 +263,8 @@ def _points_table(data: dict[str, Any], shown: int = 10) -> Table:
         f"{len(points)} points, {data['signature_computations']} signature passes, "
         f"{data['seconds']:.2f} s"
     )
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left")
     for name in ("Setting", "Threshold", "Precision", "Recall", "F1"):
         table.add_column(name, justify="left" if name == "Setting" else "right")
