@@ -174,3 +174,47 @@ def test_a_cold_first_pass_reads_with_pyarrow_and_a_warm_one_with_the_compiled_r
 
     assert first_pass("compile") == {"rows": 20_000, "compiled_reader": False}
     assert first_pass("") == {"rows": 20_000, "compiled_reader": True}
+
+
+_LIGHT_LOAD = """
+import sys
+from numba import njit
+from neardup.core import jit
+if sys.argv[1] == "light":
+    assert jit.load_from_cache_without_registries()
+    assert jit.load_from_cache_without_registries()  # twice: patched once
+registries = ("numba.cpython.unicode", "numba.np.random.generator_methods", "numba.np.linalg")
+print(jit._first_compiled_call(), jit._first_compiled_call.stats.cache_hits.total())
+print(sorted(m for m in registries if m in sys.modules))
+
+@njit  # a new function needing one of those registries: compiled with them all the same
+def shout(text):
+    return text.upper() + "!"
+
+print(shout("numba"), "numba.cpython.unicode" in sys.modules)
+"""
+
+
+def test_kernels_load_from_the_cache_without_numba_registries_and_compile_with_them(tmp_path: Path) -> None:
+    """The command loads its cached kernels without numba's registries of implementations (0.08 s
+    of imports and templates holding the GIL at its start): a cold cache still compiles, and a
+    function compiled after a light load still finds every implementation."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run(how: str) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", _LIGHT_LOAD, how], capture_output=True, text=True, env=env, timeout=300
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip().splitlines()
+
+    cold = run("light")  # nothing cached: compiled, with the registries the compiler loads
+    assert cold[0] == "0 0"
+    assert cold[2] == "NUMBA! True"
+    warm = run("light")
+    assert warm[0] == "0 1"  # loaded from the cache
+    assert warm[1] == "[]"  # without the registries
+    assert warm[2] == "NUMBA! True"  # which a later compile loads
+    usual = run("usual")
+    assert usual[0] == "0 1"
+    assert usual[1] != "[]"  # numba's own cache load imports them

@@ -604,7 +604,7 @@ def _run_job(job: Any, events: Any) -> dict[str, Any]:
 def _prepare_kernels(quiet: bool) -> None:
     """numba's set-up and the kernels' loading overlap reading the input; then LLVM's pages go.
     A cold cache compiles part of the kernels on another core, and says so once."""
-    from neardup.core.jit import set_up_in_background, threads
+    from neardup.core.jit import load_from_cache_without_registries, set_up_in_background, threads
     from neardup.warm import cache_is_cold, load_kernels_and_release_compiler, start_if_cold
 
     def load_kernels() -> None:
@@ -613,6 +613,7 @@ def _prepare_kernels(quiet: bool) -> None:
         finally:
             collector.release()
 
+    load_from_cache_without_registries()
     set_up_in_background(then=load_kernels)
     if threads() > 1:
         start_if_cold()  # part of the kernels compile on another core

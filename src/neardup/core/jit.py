@@ -106,6 +106,43 @@ def _first_compiled_call() -> int:
     return 0
 
 
+def load_from_cache_without_registries() -> bool:
+    """Let numba load a kernel from its on-disk cache without first loading its registries of
+    implementations; returns whether it does (False where numba's cache has changed shape).
+
+    Before loading a cached kernel numba refreshes its target context: it imports about 60 of its
+    modules (strings, dictionaries, random generators, linear algebra, ...) and installs their
+    typing templates and lowerings, 0.08 s of Python holding the GIL at a run's start, beside the
+    line scan and before the first signature. Loading machine code from the cache needs none of
+    them, only the runtime (NRT) that allocating kernels call. A kernel that is compiled (a cold
+    cache, new argument types) still gets them all: numba's compiler refreshes both contexts
+    first, and a lowering it cannot find makes it refresh too. For the command, whose kernels are
+    its own; a program that imports neardup keeps numba as it is.
+    """
+    from numba.core import caching
+    from numba.core.runtime.nrt import rtsys
+
+    cache: Any = getattr(caching, "Cache", None)
+    shaped = all(
+        hasattr(cache, name)
+        for name in ("load_overload", "_load_overload", "_guard_against_spurious_io_errors")
+    )
+    if cache is None or not shaped or not hasattr(rtsys, "initialize"):
+        return False
+    if getattr(cache.load_overload, "_without_registries", False):
+        return True
+
+    def load_overload(self: Any, sig: Any, target_context: Any) -> Any:
+        rtsys.initialize(target_context)
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+        return None  # the guard swallowed an I/O error: compile instead
+
+    load_overload._without_registries = True  # type: ignore[attr-defined]
+    cache.load_overload = load_overload
+    return True
+
+
 def set_up_in_background(then: Callable[[], object] | None = None) -> threading.Thread:
     """Start numba's one-time set-up on a thread, followed by ``then()`` when given, and return
     the thread.
