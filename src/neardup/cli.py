@@ -749,7 +749,7 @@ def _set_workers(workers: int) -> None:
 def _progress(console: Console | QuietConsole) -> Iterator[Any]:
     """Progress bars for the stages; each report is also where a Ctrl-C is raised (see
     :mod:`neardup.interrupts`)."""
-    if isinstance(console, QuietConsole) or console.quiet:  # no bars, and rich's not imported
+    if isinstance(console, QuietConsole):  # no bars, and rich's not imported
         yield lambda stage, done, total: interrupts.check()
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -775,7 +775,6 @@ def _progress(console: Console | QuietConsole) -> Iterator[Any]:
         TimeElapsedColumn(),
         console=console,
         transient=False,
-        disable=console.quiet,
     )
     tasks: dict[str, Any] = {}
 

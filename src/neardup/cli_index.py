@@ -66,7 +66,7 @@ def _insert_corpus(index: Any, corpus: Any, console: Console | QuietConsole) -> 
     """Insert every row, in all-or-nothing chunks, with a progress bar; return how many."""
     from neardup.jobs import index_corpus
 
-    if isinstance(console, QuietConsole) or console.quiet:
+    if isinstance(console, QuietConsole):
         with _errors():
             return index_corpus(index, corpus, lambda _, done, total: None)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -77,7 +77,6 @@ def _insert_corpus(index: Any, corpus: Any, console: Console | QuietConsole) -> 
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=console,
-        disable=console.quiet,
     )
     with bar:
         task = bar.add_task("Indexing", total=max(corpus.table.num_rows, 1))

@@ -328,11 +328,7 @@ class JsonlPasses:
     def _parsed_piece(self, data: np.ndarray, rows: int) -> pa.Table:
         """The ``rows`` records of the lines ``data`` parsed by pyarrow in the first block's types
         (its error, or a count other than ``rows``, raises :class:`WholeReadNeededError`)."""
-        parse = pj.ParseOptions(explicit_schema=self._read_schema, unexpected_field_behavior="ignore")
-        read = pj.ReadOptions(block_size=max(STREAM_BLOCK_SIZE, self._longest + 2))
-        table: pa.Table = read_or_fall_back(
-            lambda: pj.read_json(pa.BufferReader(pa.py_buffer(data)), read_options=read, parse_options=parse)
-        )
+        table: pa.Table = read_or_fall_back(lambda: self._parse_lines(data, self._read_schema))
         if table.schema != self._read_schema:
             raise WholeReadNeededError("a field first seen after the first block")
         if table.num_rows != rows:
@@ -416,14 +412,19 @@ class JsonlPasses:
             raise self._changed()
         return data
 
+    def _parse_lines(self, data: np.ndarray, schema: pa.Schema | None) -> pa.Table:
+        """The lines ``data`` parsed by pyarrow in blocks (in parallel) as ``schema`` says, other
+        fields ignored."""
+        parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+        read = pj.ReadOptions(block_size=max(STREAM_BLOCK_SIZE, self._longest + 2))
+        source = pa.BufferReader(pa.py_buffer(data))
+        table: pa.Table = pj.read_json(source, read_options=read, parse_options=parse)
+        return table
+
     def _parsed(self, data: np.ndarray, rows: int) -> pa.Array:
         """The text field of the ``rows`` lines ``data``, parsed by pyarrow."""
-        parse = pj.ParseOptions(
-            explicit_schema=pa.schema([self._field()]), unexpected_field_behavior="ignore"
-        )
-        read = pj.ReadOptions(block_size=max(STREAM_BLOCK_SIZE, self._longest + 2))  # parsed in parallel
         try:
-            table = pj.read_json(pa.BufferReader(pa.py_buffer(data)), read_options=read, parse_options=parse)
+            table = self._parse_lines(data, pa.schema([self._field()]))
         except pa.ArrowInvalid as exc:
             raise self._changed() from exc
         if table.num_rows != rows:
