@@ -11,7 +11,8 @@ yours, and runs three pipelines on it, each in a fresh process, for ``--rounds``
   compiles the kernels, is reported as the cold figure and is left out of the rounds, which
   then load the kernels from the on-disk cache. A second row runs it with ``--workers 1``
   (``--no-one-worker``), since the other two pipelines are single-threaded Python around
-  their engines; ``--limited LIMIT`` adds a third with ``--memory-limit LIMIT``. (A JSON
+  their engines; ``--one-layer`` adds a row with ``--band-layers 1``, the others' shape;
+  ``--limited LIMIT`` adds one more with ``--memory-limit LIMIT``. (A JSON
   Lines corpus is read in passes, not held, by default: the 700 MB row earlier runs had, to
   show that mode, is now the default row.)
 * ``datasketch`` and ``rensa``: the same job in Python, in batches of 2,000 documents:
@@ -21,13 +22,14 @@ yours, and runs three pipelines on it, each in a fresh process, for ``--rounds``
   (``datasketch.MinHash.bulk``, i.e. ``update_batch`` with shared permutations, or
   ``rensa.RMinHash.from_token_sets``), insert and query the engine's LSH index
   (``MinHashLSH`` with ``params=(bands, rows)``, ``RMinHashLSH`` with ``num_bands``) with the
-  (bands, rows) neardup chooses; then read the file again and verify every candidate pair by
-  the exact Jaccard of the two shingle sets (as sorted 64-bit hashes, built only for the
-  documents in candidate pairs, as neardup does), join the pairs at or above the
-  threshold with union-find, keep the first document of each cluster, and write
+  first layer of the shape neardup chooses (the ``num_perm // rows`` bands that cover each value
+  once: neither engine has a second layer of bands over the same values); then read the file
+  again and verify every candidate pair by the exact Jaccard of the two shingle sets (as
+  sorted 64-bit hashes, built only for the documents in candidate pairs, as neardup does),
+  join the pairs at or above the threshold with union-find, keep the first document of each cluster, and write
   ``deduped.jsonl`` (the kept input lines) and ``duplicates.jsonl`` (``id``,
   ``duplicate_of``). Only the engines differ: the normalisation, shingles, permutation
-  count, LSH shape, threshold and verification are the same. ``datasketch-per-doc`` and
+  count, rows per band, threshold and verification are the same. ``datasketch-per-doc`` and
   ``rensa-per-doc`` run the same job with the engines' one-document-at-a-time calls (a
   ``MinHash`` / ``RMinHash`` made and updated per document, ``insert`` and ``query`` per
   document), as their READMEs show them.
@@ -110,7 +112,8 @@ TARGET_SPEEDUP_DUPLICATE_HEAVY = {"rensa": 8.0, "datasketch": 20.0}
 
 @dataclass(frozen=True)
 class Settings:
-    """What all pipelines share; ``bands`` x ``rows`` is neardup's choice."""
+    """What all pipelines share; ``bands`` x ``rows`` is the first layer of neardup's shape, and
+    ``neardup_bands`` the bands neardup uses over both layers."""
 
     shingle: str
     ngram: int
@@ -118,6 +121,7 @@ class Settings:
     threshold: float
     bands: int
     rows: int
+    neardup_bands: int = 0
     seed: int = 42
     sketch: str = "stratified"
     id_field: str = "id"
@@ -618,8 +622,9 @@ def neardup_settings(args: argparse.Namespace) -> Settings:
         ngram=args.ngram,
         num_perm=args.num_perm,
         threshold=args.threshold,
-        bands=bands,
+        bands=min(bands, args.num_perm // rows),
         rows=rows,
+        neardup_bands=bands,
         seed=cfg.minhash.seed,
         sketch=args.sketch,
         id_field=args.id_field,
@@ -799,6 +804,7 @@ def run_neardup(
     code: NeardupCode,
     workers: int | None = None,
     memory_limit: str | None = None,
+    one_layer: bool = False,
     env_extra: dict[str, str] | None = None,
 ) -> Run:
     cmd = [neardup_executable(), "dedup", str(corpus.path), "-o", str(out), "-q"]
@@ -809,14 +815,19 @@ def run_neardup(
         cmd += ["--workers", str(workers)]
     if memory_limit is not None:
         cmd += ["--memory-limit", memory_limit]
+    if one_layer:
+        cmd += ["--band-layers", "1"]
     shutil.rmtree(out, ignore_errors=True)
     env = {**code.env, **(env_extra or {})}
     wall, cpu, rss, _ = timed_process(cmd, env=env, log=out.with_name(out.name + "-log"))
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    if (summary["bands"], summary["rows"]) != (s.bands, s.rows):
-        raise SystemExit(f"neardup used {summary['bands']}x{summary['rows']}, expected {s.bands}x{s.rows}")
+    bands = s.bands if one_layer else s.neardup_bands
+    if (summary["bands"], summary["rows"]) != (bands, s.rows):
+        raise SystemExit(f"neardup used {summary['bands']}x{summary['rows']}, expected {bands}x{s.rows}")
     figures = {k: summary[k] for k in ("candidate_pairs", "verified_pairs", "duplicates_removed")}
     name = "neardup" if workers is None else f"neardup --workers {workers}"
+    if one_layer:
+        name = "neardup --band-layers 1"
     if memory_limit is not None:
         name = f"neardup --memory-limit {memory_limit}"
         figures["mode"] = summary["engine"]["mode"]
@@ -1013,6 +1024,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--rounds", type=int, default=3, help="rounds; medians are shown (default: 3)")
     add("--pipelines", default=",".join(("neardup", *OTHERS)), help="which to run (neardup always runs)")
     add("--no-one-worker", action="store_true", help="skip the `neardup --workers 1` row")
+    add("--one-layer", action="store_true", help="add a `neardup --band-layers 1` row (the others' shape)")
     add(
         "--limited",
         default="",
@@ -1034,6 +1046,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--child-out", help=argparse.SUPPRESS)
     add("--bands", type=int, help=argparse.SUPPRESS)
     add("--rows", type=int, help=argparse.SUPPRESS)
+    add("--neardup-bands", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.quick:
         args.docs, args.rounds, args.no_cold, args.no_snapshot = min(args.docs, 5_000), 1, True, True
@@ -1049,6 +1062,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         threshold=args.threshold,
         bands=args.bands,
         rows=args.rows,
+        neardup_bands=args.neardup_bands,
         seed=args.seed,
         sketch=args.sketch,
         id_field=args.id_field,
@@ -1083,6 +1097,8 @@ def run_rounds(
     plan: list[tuple[str, Callable[[], Run]]] = [("neardup", lambda: nd(workdir / "neardup"))]
     if not args.no_one_worker:
         plan.append(("neardup --workers 1", lambda: nd(workdir / "neardup-1", workers=1)))
+    if args.one_layer:
+        plan.append(("neardup --band-layers 1", lambda: nd(workdir / "neardup-one-layer", one_layer=True)))
     if args.limited:
         limited = f"neardup --memory-limit {args.limited}"
         plan.append((limited, lambda: nd(workdir / "neardup-limited", memory_limit=args.limited)))
@@ -1097,6 +1113,7 @@ def run_rounds(
             runs[name].append(run)
             log(f"round {k + 1}/{args.rounds} {name}: {run.wall_s:.2f} s, {run.rss_mb:,.0f} MB")
     out_dirs = {"neardup": "neardup", "neardup --workers 1": "neardup-1", **{o: o for o in others}}
+    out_dirs["neardup --band-layers 1"] = "neardup-one-layer"
     if args.limited:
         out_dirs[f"neardup --memory-limit {args.limited}"] = "neardup-limited"
     summaries = [Summary(name, runs[name], score(corpus, workdir / out_dirs[name], s)) for name, _ in plan]
@@ -1132,7 +1149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"\ncorpus: {corpus.name}: {corpus.docs:,} documents, {corpus.megabytes:.1f} MB of JSONL")
         print(
             f"settings: {s.shingle} {s.ngram}-grams, {s.num_perm} permutations, threshold {s.threshold}, "
-            f"exact verification; LSH shape (neardup's choice, used by all): {s.bands} bands x {s.rows} rows"
+            f"exact verification; LSH shape: neardup's choice, {s.neardup_bands} bands x {s.rows} rows, "
+            f"of which the first layer, {s.bands} bands x {s.rows} rows, is the others'"
         )
         print(
             f"normaliser agreement: {agree['identical']:,} of {agree['docs']:,} documents "

@@ -8,7 +8,8 @@ go into every engine in the same run:
   ``insert_signatures`` in batches of ``--batch`` (default 50,000, the ``index build`` chunk,
   and 10,000), a fresh index each round; then ``query_signature`` one at a time and one
   ``query_signatures`` call for ``--queries`` documents that are in the index;
-* datasketch ``MinHashLSH`` with the same band shape (``params=(bands, rows)``), in memory
+* datasketch ``MinHashLSH`` with the first layer of that band shape (``params=(bands,
+  rows)`` with ``bands * rows == num_perm``: datasketch has no second layer), in memory
   (``insertion_session`` and plain ``insert``) and on Redis storage (``insertion_session``,
   on the first ``--datasketch-redis-docs`` signatures only, because it is slow); then
   ``query`` one at a time for the same kind of queries. datasketch gets ``MinHash`` objects
@@ -80,6 +81,11 @@ class Data:
     bands: int
     rows: int
     minhashes: list[Any] = dataclasses.field(default_factory=list)  # datasketch MinHash per row
+
+    @property
+    def first_layer(self) -> int:
+        """The bands of the shape's first layer, the ones datasketch can band."""
+        return min(self.bands, self.sigs.shape[1] // self.rows)
 
 
 def make_data(args: argparse.Namespace) -> Data:
@@ -551,7 +557,9 @@ def bench_datasketch_memory(data: Data, args: argparse.Namespace, queries: np.nd
 
     def make() -> Any:
         return MinHashLSH(
-            threshold=data.config.lsh.threshold, num_perm=data.sigs.shape[1], params=(data.bands, data.rows)
+            threshold=data.config.lsh.threshold,
+            num_perm=data.sigs.shape[1],
+            params=(data.first_layer, data.rows),
         )
 
     rows = []
@@ -581,7 +589,7 @@ def bench_datasketch_redis(data: Data, args: argparse.Namespace, redis: RedisTar
         return MinHashLSH(
             threshold=data.config.lsh.threshold,
             num_perm=data.sigs.shape[1],
-            params=(data.bands, data.rows),
+            params=(data.first_layer, data.rows),
             storage_config=config,
         )
 
@@ -610,7 +618,7 @@ def agreement(data: Data, queries: np.ndarray) -> str:
     from neardup.index import LSHIndex
 
     ds = MinHashLSH(
-        threshold=data.config.lsh.threshold, num_perm=data.sigs.shape[1], params=(data.bands, data.rows)
+        threshold=data.config.lsh.threshold, num_perm=data.sigs.shape[1], params=(data.first_layer, data.rows)
     )
     with ds.insertion_session() as s:
         for key, m in zip(data.keys, data.minhashes, strict=True):

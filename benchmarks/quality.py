@@ -55,7 +55,7 @@ from neardup.pipeline import DedupResult, find_duplicates
 
 LANGS = ("en", "zh")
 THRESHOLDS = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9)
-FP_WEIGHTS = (0.5, 0.3, 0.1)
+FP_WEIGHTS = (0.5, 0.3, 0.1, 0.03)
 WORD_NS = tuple(range(1, 8))
 CHAR_NS = tuple(range(2, 10))
 COARSE_THRESHOLDS = (0.5, 0.7, 0.85)
@@ -75,6 +75,7 @@ class Setting:
     fp_weight: float = 0.5
     num_perm: int = 128
     seed: int = 42
+    layers: int = 2
 
     def config(self) -> DedupConfig:
         return DedupConfig.create(
@@ -85,12 +86,16 @@ class Setting:
             fp_weight=self.fp_weight,
             num_perm=self.num_perm,
             seed=self.seed,
+            layers=self.layers,
         )
 
     @property
     def label(self) -> str:
         nf = "nfkc" if self.nfkc else "no-nfkc"
-        return f"{self.mode}-{self.n} t={self.threshold} {nf} fp={self.fp_weight} perm={self.num_perm}"
+        return (
+            f"{self.mode}-{self.n} t={self.threshold} {nf} fp={self.fp_weight} perm={self.num_perm} "
+            f"layers={self.layers}"
+        )
 
 
 @dataclass
@@ -523,6 +528,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--show-false", type=int, default=10, help="false edges listed per language (default: %(default)s)")
     add("--full", action="store_true", help="sweep the whole grid in one stage (slow)")
     add("--quick", action="store_true", help="a tiny run to check that the script works")
+    add("--layers", type=int, choices=(1, 2), default=2, help="band layers of every setting (default: 2)")
     default_out = Path(__file__).resolve().parent / "out" / "quality.json"
     add("--out", type=Path, default=default_out, help="JSON results (default: %(default)s)")
     return ap.parse_args(argv)
@@ -583,13 +589,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     done: dict[Setting, dict[str, Any]] = {}
     perm = args.num_perm
     shapes_all = [("word", n) for n in word_ns] + [("char", n) for n in char_ns]
+
+    def layered(settings: list[Setting]) -> list[Setting]:
+        return [dataclasses.replace(s, layers=args.layers) for s in settings]
+
     if args.full:
-        sweep(benches, fine_grid(shapes_all, thresholds, fps, perm), done, stage="full")
+        sweep(benches, layered(fine_grid(shapes_all, thresholds, fps, perm)), done, stage="full")
     else:
-        sweep(benches, coarse_grid(word_ns, char_ns, coarse_t, perm), done, stage="coarse")
+        sweep(benches, layered(coarse_grid(word_ns, char_ns, coarse_t, perm)), done, stage="coarse")
         shapes = best_shapes(done.values(), args.top_shapes)
         print(f"refining {shapes}", file=sys.stderr)
-        sweep(benches, fine_grid(shapes, thresholds, fps, perm), done, stage="fine")
+        sweep(benches, layered(fine_grid(shapes, thresholds, fps, perm)), done, stage="fine")
     coarse_rows = [r for s, r in done.items() if s.nfkc and s.fp_weight == 0.5 and s.threshold in coarse_t]
     win_setting = Setting(**pick_winner(list(done.values()))["setting"])
     sweep(benches, edge_settings(win_setting, thresholds, fps), done, stage="edge")
@@ -602,7 +612,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     perms = [p for p in (64, 256) if p != perm]
     perm_settings = [dataclasses.replace(win_setting, num_perm=p, fp_weight=fp) for p in perms for fp in fps]
     sweep(benches, perm_settings, extra, stage="perm")
-    seed_setting = Setting("word", 5, 0.8, True, 0.5, num_perm=64, seed=42)
+    seed_setting = Setting("word", 5, 0.8, True, 0.5, num_perm=64, seed=42, layers=1)
     sweep(benches, [seed_setting], extra, stage="seed")
     seed_row = extra[seed_setting]
     best_char = best_of_mode(rows, "char")

@@ -201,8 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from neardup.core.params import lsh_shape
 
     args = parse_args(argv)
-    cfg = DedupConfig.create(
-        shingle="word", ngram=args.ngram, num_perm=args.num_perm, threshold=args.threshold
+    cfg = DedupConfig.create(  # one band layer: the band shape the engines compared here share
+        shingle="word", ngram=args.ngram, num_perm=args.num_perm, threshold=args.threshold, layers=1
     )
     bands, rows = lsh_shape(cfg.lsh, cfg.minhash)
     print(f"{args.num_perm} permutations, threshold {args.threshold}, LSH {bands} bands x {rows} rows\n")

@@ -202,7 +202,13 @@ def ref_jaccard(set_a: Iterable[int], set_b: Iterable[int]) -> float:
 
 
 def ref_band_key(sig: Sequence[int], band: int, rows: int) -> int:
-    values = sig[band * rows : (band + 1) * rows]
+    """A band of the first layer is ``rows`` neighbouring values; band ``per_layer + k`` of the
+    second takes every ``per_layer``-th value from the ``k``-th."""
+    per_layer = len(sig) // rows
+    if band < per_layer:
+        values = sig[band * rows : (band + 1) * rows]
+    else:
+        values = [sig[band - per_layer + i * per_layer] for i in range(rows)]
     return xxhash.xxh64_intdigest(struct.pack(f"<{rows}I", *values))
 
 

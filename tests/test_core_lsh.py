@@ -29,7 +29,7 @@ def _pairs(left: np.ndarray, right: np.ndarray) -> list[tuple[int, int]]:
 
 
 def test_band_keys_shape_check() -> None:
-    with pytest.raises(ValueError, match="bands \\* rows"):
+    with pytest.raises(ValueError, match="bands \\* rows must equal num_perm"):
         band_keys(_sigs([[1, 2, 3]]), 2, 2)
 
 
@@ -188,3 +188,31 @@ def test_distinct_buckets_marks_each_repeated_member_list_after_its_first(lists:
         want.append(tuple(m) not in seen)
         seen.add(tuple(m))
     assert _distinct_buckets(offsets, members).tolist() == want
+
+
+def _pairs_at_0_8(count: int) -> list[str]:
+    """``count`` pairs of texts whose word sets have Jaccard 89 / 111 = 0.80: 100 words, and the
+    same with 11 of them replaced by new ones."""
+    rng = np.random.default_rng(3)
+    texts = []
+    for p in range(count):
+        words = [f"w{p}x{i}" for i in range(111)]
+        order = rng.permutation(111)
+        a = [words[i] for i in order[:100]]
+        b = [words[i] for i in order[:89]] + [words[i] for i in order[100:]]
+        texts += [" ".join(a), " ".join(b)]
+    return texts
+
+
+@pytest.mark.parametrize("sketch", ["stratified", "classic"])
+def test_a_second_layer_finds_pairs_at_the_threshold_that_one_layer_misses(sketch: str) -> None:
+    from neardup import DedupConfig, signatures
+
+    sigs = signatures(_pairs_at_0_8(600), DedupConfig.create(ngram=1, sketch=sketch))  # type: ignore[arg-type]
+    one, two = band_keys(sigs, 16, 8), band_keys(sigs, 32, 8)
+    assert (two[:, :16] == one).all()  # the first layer is the one-layer shape's bands
+    missed_one = int((one[0::2] != one[1::2]).all(axis=1).sum())
+    missed_two = int((two[0::2] != two[1::2]).all(axis=1).sum())
+    # one layer of 16 x 8 misses about 1 - 0.8**8 to the 16th = 5% of them; two about 0.3%
+    assert missed_one >= 12
+    assert missed_two * 4 <= missed_one

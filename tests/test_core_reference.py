@@ -344,16 +344,18 @@ def test_signatures_without_a_vector_multiply64(tmp_path: Path) -> None:
 
 
 @st.composite
-def signature_matrices(draw: st.DrawFn) -> tuple[list[list[int]], int, int]:
-    """Signatures over a tiny value range, so that bands collide often."""
-    bands = draw(st.integers(1, 5))
+def signature_matrices(draw: st.DrawFn) -> tuple[list[list[int]], int, int, int]:
+    """Signatures over a tiny value range, so that bands collide often; with a second layer of
+    bands when the shape allows one."""
     rows = draw(st.integers(1, 4))
+    per_layer = draw(st.integers(1, 5))
+    num_perm = per_layer * rows
+    second = draw(st.integers(0, per_layer)) if 2 <= rows <= per_layer else 0
+    bands = per_layer + second
     n = draw(st.integers(0, 16))
     values = st.one_of(st.integers(0, 2), st.integers(0, 2**32 - 1))
-    sigs = draw(
-        st.lists(st.lists(values, min_size=bands * rows, max_size=bands * rows), min_size=n, max_size=n)
-    )
-    return sigs, bands, rows
+    sigs = draw(st.lists(st.lists(values, min_size=num_perm, max_size=num_perm), min_size=n, max_size=n))
+    return sigs, bands, rows, num_perm
 
 
 def _matrix(sigs: list[list[int]], width: int) -> np.ndarray:
@@ -361,20 +363,20 @@ def _matrix(sigs: list[list[int]], width: int) -> np.ndarray:
 
 
 @given(signature_matrices())
-def test_band_keys_match_reference(case: tuple[list[list[int]], int, int]) -> None:
-    sigs, bands, rows = case
-    keys = band_keys(_matrix(sigs, bands * rows), bands, rows)
+def test_band_keys_match_reference(case: tuple[list[list[int]], int, int, int]) -> None:
+    sigs, bands, rows, num_perm = case
+    keys = band_keys(_matrix(sigs, num_perm), bands, rows)
     assert keys.shape == (len(sigs), bands)
     assert keys.tolist() == [[ref_band_key(s, j, rows) for j in range(bands)] for s in sigs]
 
 
 @given(signature_matrices(), st.integers(2, 6), st.data())
 def test_candidate_pairs_match_reference(
-    case: tuple[list[list[int]], int, int], max_bucket_size: int, data: st.DataObject
+    case: tuple[list[list[int]], int, int, int], max_bucket_size: int, data: st.DataObject
 ) -> None:
-    sigs, bands, rows = case
+    sigs, bands, rows, num_perm = case
     eligible = data.draw(st.none() | st.lists(st.booleans(), min_size=len(sigs), max_size=len(sigs)))
-    keys = band_keys(_matrix(sigs, bands * rows), bands, rows)
+    keys = band_keys(_matrix(sigs, num_perm), bands, rows)
     buckets = build_buckets(keys, None if eligible is None else np.array(eligible, dtype=bool))
 
     got_buckets = {}

@@ -53,6 +53,10 @@ def test_golden_work_dir_of_the_classic_sketch_is_refused_by_name_under_the_stra
     assert config.minhash.sketch == "stratified"
     with pytest.raises(ConfigError, match=re.escape('minhash.sketch: "classic" there, "stratified" here')):
         dedup_external(_maker.table(), config, work_dir=work, memory_limit=_maker.MEMORY_LIMIT)
+    # so are the shape search's settings of the time, one band layer and fp weight 0.1
+    with pytest.raises(ConfigError, match=re.escape("lsh.layers: 1 there, 2 here")) as refused:
+        dedup_external(_maker.table(), config, work_dir=work, memory_limit=_maker.MEMORY_LIMIT)
+    assert "lsh.fp_weight: 0.1 there, 0.03 here" in str(refused.value)
     assert json.loads((work / "manifest.json").read_text())["config"]["minhash"] == {
         "num_perm": 128,
         "seed": 42,

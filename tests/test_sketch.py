@@ -126,6 +126,13 @@ def test_compat_lsh_makes_classic_indexes_and_refuses_stratified_ones(tmp_path: 
     docs = tmp_path / "docs.jsonl"
     docs.write_text("".join(json.dumps(d) + "\n" for d in DOCS), encoding="utf-8")
     stratified = tmp_path / "stratified.db"
-    assert run("index", "build", docs, "--index", stratified, "--id-column", "id", "-q").exit_code == 0
+    built = run(
+        "index", "build", docs, "--index", stratified, "--id-column", "id", "--band-layers", "1", "-q"
+    )
+    assert built.exit_code == 0
     with pytest.raises(ValueError, match="holds stratified signatures, and MinHash makes classic ones"):
         MinHashLSH(threshold=0.5, num_perm=128, storage_config={"type": "sqlite", "path": str(stratified)})
+    two_layers = tmp_path / "two-layers.db"
+    assert run("index", "build", docs, "--index", two_layers, "--id-column", "id", "-q").exit_code == 0
+    with pytest.raises(ValueError, match=r"b=61, r=4; .* build it with --band-layers 1"):
+        MinHashLSH(threshold=0.5, num_perm=128, storage_config={"type": "sqlite", "path": str(two_layers)})

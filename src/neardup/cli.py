@@ -177,7 +177,11 @@ _threshold = click.option(
     help=f"Jaccard similarity that makes a duplicate, in (0, 1].  [default: {_D.lsh.threshold}]",
 )
 _bands = click.option(
-    "--bands", type=int, default=None, help="LSH bands (with --rows; bands * rows = num_perm)."
+    "--bands",
+    type=int,
+    default=None,
+    help="LSH bands (with --rows): bands * rows = num_perm, or up to twice that for a second "
+    "layer of bands over the same values.",
 )
 _rows = click.option("--rows", type=int, default=None, help="Rows per LSH band (with --bands).")
 _fp_weight = click.option(
@@ -186,6 +190,15 @@ _fp_weight = click.option(
     default=None,
     help="Weight of false positives when choosing bands/rows; false negatives get 1 - W.  "
     f"[default: {_D.lsh.fp_weight}]",
+)
+_band_layers = click.option(
+    "--band-layers",
+    "layers",
+    type=click.IntRange(1, 2),
+    default=None,
+    help="Band layers the chosen shape may use: 2 may add bands over the same values in another "
+    "grouping, which find pairs near the threshold that one layer misses.  "
+    f"[default: {_D.lsh.layers}]",
 )
 _nfkc = click.option(
     "--nfkc/--no-nfkc",
@@ -292,6 +305,7 @@ def _index_settings_options(f: Any) -> Any:
 @_bands
 @_rows
 @_fp_weight
+@_band_layers
 @click.option(
     "--max-bucket-size",
     type=int,
@@ -443,6 +457,7 @@ def dedup(
     bands: int | None,
     rows: int | None,
     fp_weight: float | None,
+    layers: int | None,
     max_bucket_size: int | None,
     no_verify: bool,
     keep: KeepPolicy,
@@ -544,6 +559,7 @@ def dedup(
     )
     settings.update(
         fp_weight=fp_weight,
+        layers=layers,
         max_bucket_size=max_bucket_size,
         verify=False if no_verify else None,
         keep=keep,
@@ -696,6 +712,7 @@ _FLAGS = {
     "on_error": "--on-error",
     "num_perm": "--num-perm",
     "fp_weight": "--fp-weight",
+    "layers": "--band-layers",
     "max_bucket_size": "--max-bucket-size",
     "top_k": "--top-k",
     "ngram": "--ngram",

@@ -14,6 +14,7 @@ from neardup.cli import (
     _NEED_KEYS,
     EXIT_INPUT,
     EXIT_USAGE,
+    _band_layers,
     _count,
     _errors,
     _fail,
@@ -102,6 +103,7 @@ def index() -> None:
 @_lines
 @_settings_options
 @_fp_weight
+@_band_layers
 @click.option(
     "--keep-shingles", is_flag=True, help="Also store each document's shingles, for exact similarity."
 )
@@ -138,6 +140,7 @@ def index_build(
     keep_case: bool,
     keep_punctuation: bool,
     fp_weight: float | None,
+    layers: int | None,
     keep_shingles: bool,
     containment: bool,
     replace_existing: bool,
@@ -172,7 +175,7 @@ def index_build(
         keep_punctuation=keep_punctuation,
     )
     with _errors():
-        config = DedupConfig.create(**given, fp_weight=fp_weight)
+        config = DedupConfig.create(**given, fp_weight=fp_weight, layers=layers)
         options = _read_options(text_column, id_column, lines, on_error)
     corpus = _read_for_index(inputs, options)
     err = new_console(stderr=True, quiet=quiet)

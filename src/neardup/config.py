@@ -89,11 +89,18 @@ class LSHConfig:
     threshold: float = 0.5
     bands: int | None = None
     rows: int | None = None
-    fp_weight: float = 0.1
+    fp_weight: float = 0.03
     """Weight of the false-positive integral when choosing (bands, rows); the
-    false-negative weight is ``1 - fp_weight``."""
+    false-negative weight is ``1 - fp_weight``. Low, because exact verification
+    drops a false positive for one Jaccard of two sorted arrays, while a false
+    negative is a duplicate lost."""
     max_bucket_size: int = 250
     """Buckets with more members are linked as a star to their smallest member."""
+    layers: int = 2
+    """Band layers the chosen shape may use: 1 bands the signature's values once; 2 may add a
+    second layer of bands over the same values in another grouping, which catches pairs near
+    the threshold that the first misses (see :mod:`neardup.core.lsh`). A shape given as
+    ``bands`` and ``rows`` says its layers itself."""
 
     def __post_init__(self) -> None:
         t = self.threshold
@@ -107,6 +114,7 @@ class LSHConfig:
             _check_int("bands", self.bands, 1, 8192)
             _check_int("rows", self.rows, 1, 8192)
         _check_int("max_bucket_size", self.max_bucket_size, 2, 2**31 - 1)
+        _check_int("layers", self.layers, 1, 2)
 
     @property
     def fn_weight(self) -> float:
@@ -143,11 +151,8 @@ class DedupConfig:
                     "of a pair is kept, the one contained in it goes"
                 )
         lsh = self.lsh
-        if lsh.bands is not None and lsh.rows is not None and lsh.bands * lsh.rows != self.minhash.num_perm:
-            raise ConfigError(
-                f"bands * rows must equal num_perm: {lsh.bands} * {lsh.rows} = "
-                f"{lsh.bands * lsh.rows}, num_perm = {self.minhash.num_perm}"
-            )
+        if lsh.bands is not None and lsh.rows is not None:
+            check_shape(lsh.bands, lsh.rows, self.minhash.num_perm)
 
     @classmethod
     def create(
@@ -164,6 +169,7 @@ class DedupConfig:
         rows: int | None = None,
         fp_weight: float | None = None,
         max_bucket_size: int | None = None,
+        layers: int | None = None,
         nfkc: bool | None = None,
         strip_accents: bool | None = None,
         lowercase: bool | None = None,
@@ -202,6 +208,7 @@ class DedupConfig:
                 rows=rows,
                 **pick("fp_weight", fp_weight, d_lsh.fp_weight),
                 **pick("max_bucket_size", max_bucket_size, d_lsh.max_bucket_size),
+                **pick("layers", layers, d_lsh.layers),
             ),
             **pick("verify", verify, True),
             **pick("keep", keep, "first"),
@@ -210,10 +217,11 @@ class DedupConfig:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of every setting, but ``shingle.tokenizer``, ``containment`` and
-        ``minhash.sketch`` when they are ``builtin``, None and ``classic``: settings added after
-        work dirs and summaries were first written are left out while they have the value those
-        earlier versions used, so that such a run writes (and resumes) what they wrote.
+        """A JSON-ready dict of every setting, but ``shingle.tokenizer``, ``containment``,
+        ``minhash.sketch`` and ``lsh.layers`` when they are ``builtin``, None, ``classic`` and 1:
+        settings added after work dirs and summaries were first written are left out while they
+        have the value those earlier versions used, so that such a run writes (and resumes) what
+        they wrote.
 
         >>> DedupConfig.create(tokenizer="jieba").to_dict()["shingle"]
         {'mode': 'word', 'n': 2, 'tokenizer': 'jieba'}
@@ -227,9 +235,26 @@ class DedupConfig:
             del out["shingle"]["tokenizer"]
         if self.minhash.sketch == "classic":
             del out["minhash"]["sketch"]
+        if self.lsh.layers == 1:
+            del out["lsh"]["layers"]
         if self.containment is None:
             del out["containment"]
         return out
+
+
+def check_shape(bands: int, rows: int, num_perm: int) -> None:
+    """Raise ConfigError unless (bands, rows) bands ``num_perm`` values: one layer of
+    ``num_perm // rows`` bands, and with ``2 <= rows`` and ``rows * rows <= num_perm`` up to as
+    many again in a second layer (see :mod:`neardup.core.lsh`)."""
+    if bands * rows == num_perm:
+        return
+    second_layer = rows >= 2 and num_perm % rows == 0 and rows * rows <= num_perm
+    if not (second_layer and num_perm < bands * rows <= 2 * num_perm):
+        raise ConfigError(
+            f"bands * rows must equal num_perm: {bands} * {rows} = {bands * rows}, num_perm = "
+            f"{num_perm} (or, for a second layer, exceed it by at most num_perm, where rows "
+            "divides num_perm and rows * rows <= num_perm)"
+        )
 
 
 def _check_int(name: str, value: object, lo: int, hi: int) -> None:

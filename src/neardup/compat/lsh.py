@@ -93,9 +93,16 @@ class MinHashLSH:
             index = LSHIndex(self._storage)
             s = index.settings
             if (s.num_perm, s.bands, s.rows) != (self.h, self.b, self.r):
+                two_layers = s.bands * s.rows > s.num_perm
                 raise ValueError(
                     f"the stored index has num_perm={s.num_perm}, b={s.bands}, r={s.rows}; "
                     f"this MinHashLSH asks for num_perm={self.h}, b={self.b}, r={self.r}"
+                    + (
+                        " (its second layer of bands is neardup's own: build it with --band-layers 1 "
+                        "to share it with neardup.compat)"
+                        if two_layers
+                        else ""
+                    )
                 )
             if s.sketch != "classic":
                 raise ValueError(

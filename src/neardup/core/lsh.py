@@ -1,10 +1,15 @@
 """Band keys, buckets and candidate pairs.
 
 Band j of a signature is its values ``[j*rows, (j+1)*rows)``; its key is XXH64
-of those uint32 values as little-endian bytes. Documents that share a key in
-the same band share a bucket. A bucket of up to ``max_bucket_size`` members
-yields all pairs; a larger one yields a star from its smallest member, so
-boilerplate cannot blow up the pair count.
+of those uint32 values as little-endian bytes. A shape may have a second layer
+of bands over the same values (``num_perm < bands * rows <= 2 * num_perm``):
+with ``per_layer = num_perm // rows``, band ``per_layer + k`` holds the values
+``k, k + per_layer, k + 2 * per_layer, ...``, one from each of ``rows``
+different bands of the first layer when ``per_layer >= rows``, so the two layers
+miss different pairs. Documents that share a key in the same band share a
+bucket. A bucket of up to ``max_bucket_size`` members yields all pairs; a
+larger one yields a star from its smallest member, so boilerplate cannot blow
+up the pair count.
 """
 
 from __future__ import annotations
@@ -15,10 +20,10 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from neardup.config import check_shape
 from neardup.core.hashing import xxh64_bytes, xxh64_lanes
 from neardup.core.jit import in_ranges, kernel
 from neardup.core.sorting import sorted_unique, stable_sort_u64
-from neardup.errors import ConfigError
 
 _SERIAL_BELOW = 64  # fewer signatures than this skip the thread pool
 
@@ -40,40 +45,54 @@ class Buckets(NamedTuple):
 
 
 @kernel
-def _band_keys_range(sig_bytes: np.ndarray, out: np.ndarray, width: int, lo: int, hi: int) -> None:
-    """Rows ``lo:hi`` of ``out``: band j's key is XXH64 of bytes ``j*width:(j+1)*width``."""
+def _band_keys_range(sigs: np.ndarray, out: np.ndarray, rows: int, lo: int, hi: int) -> None:
+    """Rows ``lo:hi`` of ``out``: band j's key is XXH64 of its ``rows`` values as little-endian
+    bytes, the first layer's read in place, the second layer's gathered (see the module)."""
     seed = np.uint64(0)
+    per_layer = sigs.shape[1] // rows
+    first = min(out.shape[1], per_layer)
+    gathered = np.empty(rows, dtype=np.uint32)
+    gathered_bytes = gathered.view(np.uint8)
     for d in range(lo, hi):
-        row = sig_bytes[d]
-        for j in range(out.shape[1]):
-            out[d, j] = xxh64_bytes(row, j * width, width, seed)
+        row = sigs[d]
+        row_bytes = row.view(np.uint8)
+        for j in range(first):
+            out[d, j] = xxh64_bytes(row_bytes, 4 * j * rows, 4 * rows, seed)
+        for j in range(first, out.shape[1]):
+            for i in range(rows):
+                gathered[i] = row[j - per_layer + i * per_layer]
+            out[d, j] = xxh64_bytes(gathered_bytes, 0, 4 * rows, seed)
 
 
 @kernel
-def _band_keys_lanes(sig_lanes: np.ndarray, out: np.ndarray, lanes: int, lo: int, hi: int) -> None:
+def _band_keys_lanes(sigs: np.ndarray, out: np.ndarray, rows: int, lo: int, hi: int) -> None:
     """:func:`_band_keys_range` for bands of whole 8-byte lanes (an even ``rows``): the same
     XXH64, read a lane at a time."""
+    lanes = rows // 2
+    per_layer = sigs.shape[1] // rows
+    first = min(out.shape[1], per_layer)
+    gathered = np.empty(rows, dtype=np.uint32)
+    gathered_lanes = gathered.view(np.uint64)
     for d in range(lo, hi):
-        row = sig_lanes[d]
-        for j in range(out.shape[1]):
-            out[d, j] = xxh64_lanes(row, j * lanes, lanes)
+        row = sigs[d]
+        row_lanes = row.view(np.uint64)
+        for j in range(first):
+            out[d, j] = xxh64_lanes(row_lanes, j * lanes, lanes)
+        for j in range(first, out.shape[1]):
+            for i in range(rows):
+                gathered[i] = row[j - per_layer + i * per_layer]
+            out[d, j] = xxh64_lanes(gathered_lanes, 0, lanes)
 
 
 def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
-    """uint64[n, bands]: the key of every band of every signature."""
+    """uint64[n, bands]: the key of every band of every signature (bands past
+    ``num_perm // rows`` are the second layer's, see the module docstring)."""
     sigs = np.ascontiguousarray(signatures, dtype=np.uint32)
-    if sigs.shape[1] != bands * rows:
-        raise ConfigError(
-            f"signatures have {sigs.shape[1]} values but bands * rows = {bands} * {rows} = {bands * rows}"
-        )
+    check_shape(bands, rows, sigs.shape[1])
     n = sigs.shape[0]
     out = np.empty((n, bands), dtype=np.uint64)
-    if rows % 2 == 0 and sigs.shape[1]:
-        sig_lanes, lanes = sigs.view(np.uint64), rows // 2
-        in_ranges(lambda lo, hi: _band_keys_lanes(sig_lanes, out, lanes, lo, hi), n, _SERIAL_BELOW)
-        return out
-    sig_bytes = sigs.view(np.uint8)
-    in_ranges(lambda lo, hi: _band_keys_range(sig_bytes, out, 4 * rows, lo, hi), n, _SERIAL_BELOW)
+    task = _band_keys_lanes if rows % 2 == 0 else _band_keys_range
+    in_ranges(lambda lo, hi: task(sigs, out, rows, lo, hi), n, _SERIAL_BELOW)
     return out
 
 

@@ -1,18 +1,27 @@
 """Choosing the LSH shape: (bands, rows) for a threshold.
 
-A pair with Jaccard ``s`` becomes a candidate with probability
+A pair with Jaccard ``s`` becomes a candidate with probability about
 ``1 - (1 - s**rows)**bands``. The chosen shape minimises
 ``fp_weight * FP + (1 - fp_weight) * FN``, where FP integrates that
-probability below the threshold and FN integrates its complement above,
-over every (bands, rows) with ``bands * rows == num_perm``.
+probability below the threshold and FN integrates its complement above, over
+every shape that bands the ``num_perm`` values once (``bands * rows ==
+num_perm``) and, with ``layers=2``, every shape that adds a second layer of up
+to as many bands over the same values in another grouping (see
+:mod:`neardup.core.lsh`). A second layer is offered only where each of its
+bands meets each band of the first in at most one value (``rows * rows <=
+num_perm``, ``rows >= 2``), so that its bands fail on other values than the
+first layer's; there the formula, which takes the bands as independent, is
+close (on a real corpus at t = 0.8, 16 + 16 bands of 8 rows missed 16 times
+fewer pairs above the threshold than 16 bands, where independence predicts 19).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
-from neardup.config import LSHConfig, MinHashConfig
-from neardup.errors import ConfigError
+from neardup.config import LSHConfig, MinHashConfig, check_shape
 
 _GRID = 2001
 
@@ -32,13 +41,23 @@ def error_integrals(threshold: float, bands: int, rows: int) -> tuple[float, flo
     return fp, fn
 
 
-def optimal_shape(threshold: float, num_perm: int, fp_weight: float = 0.5) -> tuple[int, int]:
-    """The (bands, rows) with ``bands * rows == num_perm`` of least weighted error."""
-    best = (float("inf"), 1, num_perm)
-    for bands in range(1, num_perm + 1):
-        if num_perm % bands:
+def shapes(num_perm: int, layers: int = 1) -> Iterator[tuple[int, int]]:
+    """Every (bands, rows) over ``num_perm`` values the search considers (see the module)."""
+    for rows in range(num_perm, 0, -1):
+        if num_perm % rows:
             continue
-        rows = num_perm // bands
+        per_layer = num_perm // rows
+        second = layers >= 2 and rows >= 2 and rows * rows <= num_perm
+        for bands in range(per_layer, (2 * per_layer if second else per_layer) + 1):
+            yield bands, rows
+
+
+def optimal_shape(
+    threshold: float, num_perm: int, fp_weight: float = 0.5, layers: int = 1
+) -> tuple[int, int]:
+    """The shape of least weighted error among :func:`shapes` ``(num_perm, layers)``."""
+    best = (float("inf"), 1, num_perm)
+    for bands, rows in shapes(num_perm, layers):
         fp, fn = error_integrals(threshold, bands, rows)
         err = fp_weight * fp + (1.0 - fp_weight) * fn
         if err < best[0] - 1e-15:
@@ -49,13 +68,9 @@ def optimal_shape(threshold: float, num_perm: int, fp_weight: float = 0.5) -> tu
 def lsh_shape(lsh: LSHConfig, minhash: MinHashConfig) -> tuple[int, int]:
     """The shape to use: the configured one, or the optimal one."""
     if lsh.bands is not None and lsh.rows is not None:
-        if lsh.bands * lsh.rows != minhash.num_perm:
-            raise ConfigError(
-                f"bands * rows must equal num_perm: {lsh.bands} * {lsh.rows} = "
-                f"{lsh.bands * lsh.rows}, num_perm = {minhash.num_perm}"
-            )
+        check_shape(lsh.bands, lsh.rows, minhash.num_perm)
         return lsh.bands, lsh.rows
-    return optimal_shape(lsh.threshold, minhash.num_perm, lsh.fp_weight)
+    return optimal_shape(lsh.threshold, minhash.num_perm, lsh.fp_weight, lsh.layers)
 
 
 def s_curve(threshold: float, bands: int, rows: int) -> dict[str, float]:

@@ -39,7 +39,7 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-_LEFT_OUT = {"shingle.tokenizer": "builtin", "minhash.sketch": "classic"}
+_LEFT_OUT = {"shingle.tokenizer": "builtin", "minhash.sketch": "classic", "lsh.layers": 1}
 """Settings ``DedupConfig.to_dict`` leaves out at these values (those of earlier versions)."""
 
 

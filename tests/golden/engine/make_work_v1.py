@@ -30,7 +30,8 @@ TEXTS: list[str | None] = [
     "Locality sensitive hashing groups similar signatures into the same buckets.",
     "   ",
 ]
-CONFIG = DedupConfig.create(keep="longest", match_empty=True, sketch="classic")  # the sketch of the time
+# the sketch, fp weight and band layers of the time
+CONFIG = DedupConfig.create(keep="longest", match_empty=True, sketch="classic", fp_weight=0.1, layers=1)
 MEMORY_LIMIT = 64 * 1024
 
 
