@@ -95,6 +95,7 @@ def test_build_add_query_remove_stats(tmp_path: Path) -> None:
     assert isinstance(settings, dict) and settings["num_perm"] == 128 and settings["threshold"] == 0.5
     table = run("index", "stats", "--index", idx)
     assert table.exit_code == 0 and "61 bands x 4 rows (128 permutations)" in table.stdout
+    assert "Second layer" in table.stdout and "29 of the 61 bands" in table.stdout
 
 
 def test_build_stores_its_settings_and_add_refuses_others(tmp_path: Path) -> None:

@@ -732,12 +732,12 @@ def _flag_names(message: str) -> str:
 
 
 def _print_shape(console: Console | QuietConsole, config: DedupConfig) -> None:
-    from neardup.core.params import lsh_shape, s_curve
+    from neardup.core.params import describe_shape, lsh_shape, s_curve
 
     b, r = lsh_shape(config.lsh, config.minhash)
     curve = s_curve(config.lsh.threshold, b, r)
     console.print(
-        f"LSH shape: {b} bands x {r} rows. Chance of becoming a candidate: "
+        f"LSH shape: {describe_shape(b, r, config.minhash.num_perm)}. Chance of becoming a candidate: "
         f"{curve['p_below']:.3f} at J={curve['j_below']:.2f}, "
         f"{curve['p_at']:.3f} at J={curve['j_at']:.2f}, "
         f"{curve['p_above']:.3f} at J={curve['j_above']:.2f}",
@@ -819,6 +819,8 @@ def _words_of(summary: dict[str, Any]) -> str:
 def _print_summary(console: Console | QuietConsole, s: dict[str, Any]) -> None:
     from rich.table import Table
 
+    from neardup.core.params import second_layer_bands
+
     table = Table(title="neardup dedup", show_header=False, title_justify="left")
     table.add_column("figure", style="bold")
     table.add_column("value", justify="right", overflow="fold")  # a long path folds, never cut
@@ -840,6 +842,9 @@ def _print_summary(console: Console | QuietConsole, s: dict[str, Any]) -> None:
         ("Seconds", f"{s['seconds']['total']:.2f}"),
         ("Output", f"{s['output_dir']} ({s['output_format']})"),
     ]
+    second = second_layer_bands(s["bands"], s["rows"], s["num_perm"])
+    if second:
+        rows.insert(5, ("Second layer", f"{second} of the {s['bands']} bands"))
     engine = s.get("engine")
     if engine is not None:
         mode = _MODES.get(engine["mode"], engine["mode"])

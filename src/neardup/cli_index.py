@@ -409,14 +409,18 @@ def index_stats(index_url: str, as_json: bool) -> None:
     size = stats["size_bytes"]
     from rich.table import Table
 
+    from neardup.core.params import second_layer_bands
+
     table = Table(title="neardup index", show_header=False, title_justify="left")
     table.add_column("figure", style="bold")
     table.add_column("value", overflow="fold")  # a long path folds, never cut
+    second = second_layer_bands(stats["bands"], stats["rows"], s["num_perm"])
     for name, value in (
         ("Location", stats["url"]),
         ("Backend", stats["backend"]),
         ("Documents", f"{stats['documents']:,}"),
         ("LSH shape", f"{stats['bands']} bands x {stats['rows']} rows ({s['num_perm']} permutations)"),
+        *([("Second layer", f"{second} of the {stats['bands']} bands")] if second else []),
         ("Threshold", f"{s['threshold']}"),
         ("Shingles", f"{s['shingle_mode']} {s['ngram']}-grams" + _words_and_kept(s)),
         (

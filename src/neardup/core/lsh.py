@@ -100,6 +100,45 @@ _PARALLEL_BUCKETS_FROM = 16384
 """Documents from which the bands are grouped on the kernel threads, each taking a range of bands."""
 
 
+@kernel
+def _shared_runs(
+    sorted_keys: np.ndarray, order: np.ndarray, doc_ids: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The runs of two or more equal keys in ``sorted_keys``: their documents
+    (``doc_ids[order[i]]`` for each ``i`` in a run, in run order), run lengths and keys."""
+    n = sorted_keys.size
+    runs = 0
+    held = 0
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and sorted_keys[j] == sorted_keys[i]:
+            j += 1
+        if j - i >= 2:
+            runs += 1
+            held += j - i
+        i = j
+    members = np.empty(held, dtype=np.int64)
+    sizes = np.empty(runs, dtype=np.int64)
+    first_keys = np.empty(runs, dtype=np.uint64)
+    r = 0
+    w = 0
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and sorted_keys[j] == sorted_keys[i]:
+            j += 1
+        if j - i >= 2:
+            sizes[r] = j - i
+            first_keys[r] = sorted_keys[i]
+            r += 1
+            for k in range(i, j):
+                members[w] = doc_ids[order[k]]
+                w += 1
+        i = j
+    return members, sizes, first_keys
+
+
 def build_buckets(keys: np.ndarray, eligible: np.ndarray | None = None) -> Buckets:
     """Group documents by (band, key), keeping groups of two or more.
 
@@ -113,17 +152,11 @@ def build_buckets(keys: np.ndarray, eligible: np.ndarray | None = None) -> Bucke
     found: list[tuple[np.ndarray, np.ndarray, np.ndarray] | None] = [None] * n_bands
 
     def group(lo: int, hi: int) -> None:
-        for j in range(lo, hi):  # one vectorised pass per band; numpy's sort releases the GIL
-            k = keys[doc_ids, j]
-            order, sk = stable_sort_u64(k)
-            if sk.size == 0:
-                continue
-            starts = np.flatnonzero(np.concatenate(([True], sk[1:] != sk[:-1])))
-            lengths = np.diff(np.append(starts, sk.size))
-            multi = lengths >= 2
-            if multi.any():
-                keep = np.repeat(multi, lengths)
-                found[j] = (doc_ids[order[keep]], lengths[multi], sk[starts[multi]])
+        for j in range(lo, hi):  # one pass per band; numpy's sort and the kernel release the GIL
+            order, sk = stable_sort_u64(keys[doc_ids, j])
+            members, sizes, first_keys = _shared_runs(sk, order, doc_ids)
+            if sizes.size:
+                found[j] = (members, sizes, first_keys)
 
     in_ranges(group, n_bands, 2 if doc_ids.size >= _PARALLEL_BUCKETS_FROM else n_bands + 1)
     grouped = [(j, f) for j, f in enumerate(found) if f is not None]

@@ -73,6 +73,23 @@ def lsh_shape(lsh: LSHConfig, minhash: MinHashConfig) -> tuple[int, int]:
     return optimal_shape(lsh.threshold, minhash.num_perm, lsh.fp_weight, lsh.layers)
 
 
+def second_layer_bands(bands: int, rows: int, num_perm: int) -> int:
+    """How many of the bands are in the second layer (0 for a one-layer shape)."""
+    return max(0, bands - num_perm // rows)
+
+
+def describe_shape(bands: int, rows: int, num_perm: int) -> str:
+    """``"61 bands x 4 rows, 29 of them in a second layer"`` (the layer said only when there is one).
+
+    >>> describe_shape(20, 8, 128)
+    '20 bands x 8 rows, 4 of them in a second layer'
+    >>> describe_shape(16, 8, 128)
+    '16 bands x 8 rows'
+    """
+    second = second_layer_bands(bands, rows, num_perm)
+    return f"{bands} bands x {rows} rows" + (f", {second} of them in a second layer" if second else "")
+
+
 def s_curve(threshold: float, bands: int, rows: int) -> dict[str, float]:
     """Candidate probability at threshold - 0.1, threshold and threshold + 0.1 (clipped)."""
     points = {
