@@ -107,6 +107,9 @@ def _shared_runs(
     """The runs of two or more equal keys in ``sorted_keys``: their documents
     (``doc_ids[order[i]]`` for each ``i`` in a run, in run order), run lengths and keys."""
     n = sorted_keys.size
+    members = np.empty(n, dtype=np.int64)
+    sizes = np.empty(n // 2, dtype=np.int64)
+    first_keys = np.empty(n // 2, dtype=np.uint64)
     runs = 0
     held = 0
     i = 0
@@ -115,28 +118,14 @@ def _shared_runs(
         while j < n and sorted_keys[j] == sorted_keys[i]:
             j += 1
         if j - i >= 2:
+            sizes[runs] = j - i
+            first_keys[runs] = sorted_keys[i]
             runs += 1
-            held += j - i
-        i = j
-    members = np.empty(held, dtype=np.int64)
-    sizes = np.empty(runs, dtype=np.int64)
-    first_keys = np.empty(runs, dtype=np.uint64)
-    r = 0
-    w = 0
-    i = 0
-    while i < n:
-        j = i + 1
-        while j < n and sorted_keys[j] == sorted_keys[i]:
-            j += 1
-        if j - i >= 2:
-            sizes[r] = j - i
-            first_keys[r] = sorted_keys[i]
-            r += 1
             for k in range(i, j):
-                members[w] = doc_ids[order[k]]
-                w += 1
+                members[held] = doc_ids[order[k]]
+                held += 1
         i = j
-    return members, sizes, first_keys
+    return members[:held].copy(), sizes[:runs].copy(), first_keys[:runs].copy()
 
 
 def build_buckets(keys: np.ndarray, eligible: np.ndarray | None = None) -> Buckets:
