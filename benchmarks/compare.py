@@ -607,7 +607,7 @@ def texts_of(corpus: Corpus, s: Settings) -> list[str]:
 def neardup_settings(args: argparse.Namespace) -> Settings:
     """The shared settings, with the LSH shape neardup chooses for them."""
     from neardup.config import DedupConfig
-    from neardup.core.params import lsh_shape
+    from neardup.core.params import lsh_shape, second_layer_bands
 
     cfg = DedupConfig.create(
         shingle=args.shingle,
@@ -622,7 +622,7 @@ def neardup_settings(args: argparse.Namespace) -> Settings:
         ngram=args.ngram,
         num_perm=args.num_perm,
         threshold=args.threshold,
-        bands=min(bands, args.num_perm // rows),
+        bands=bands - second_layer_bands(bands, rows, args.num_perm),
         rows=rows,
         neardup_bands=bands,
         seed=cfg.minhash.seed,

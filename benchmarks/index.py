@@ -85,7 +85,9 @@ class Data:
     @property
     def first_layer(self) -> int:
         """The bands of the shape's first layer, the ones datasketch can band."""
-        return min(self.bands, self.sigs.shape[1] // self.rows)
+        from neardup.core.params import second_layer_bands
+
+        return self.bands - second_layer_bands(self.bands, self.rows, self.sigs.shape[1])
 
 
 def make_data(args: argparse.Namespace) -> Data:

@@ -824,12 +824,14 @@ def _print_summary(console: Console | QuietConsole, s: dict[str, Any]) -> None:
     table = Table(title="neardup dedup", show_header=False, title_justify="left")
     table.add_column("figure", style="bold")
     table.add_column("value", justify="right", overflow="fold")  # a long path folds, never cut
+    second = second_layer_bands(s["bands"], s["rows"], s["num_perm"])
     rows = [
         ("Input rows", f"{s['input_rows']:,}"),
         ("Skipped records", f"{s['skipped_records']:,}"),
         ("Empty documents", f"{s['empty_documents']:,}"),
         ("Shingles", f"{s['shingle']} {s['ngram']}-grams" + _words_of(s)),
         ("LSH shape", f"{s['bands']} bands x {s['rows']} rows ({s['num_perm']} permutations)"),
+        *([("Second layer", f"{second} of the {s['bands']} bands")] if second else []),
         ("Threshold", f"{s['threshold']}")
         if s.get("containment") is None
         else ("Containment", f"at least {s['containment']} of a row in a larger kept row"),
@@ -842,9 +844,6 @@ def _print_summary(console: Console | QuietConsole, s: dict[str, Any]) -> None:
         ("Seconds", f"{s['seconds']['total']:.2f}"),
         ("Output", f"{s['output_dir']} ({s['output_format']})"),
     ]
-    second = second_layer_bands(s["bands"], s["rows"], s["num_perm"])
-    if second:
-        rows.insert(5, ("Second layer", f"{second} of the {s['bands']} bands"))
     engine = s.get("engine")
     if engine is not None:
         mode = _MODES.get(engine["mode"], engine["mode"])

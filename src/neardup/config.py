@@ -242,14 +242,19 @@ class DedupConfig:
         return out
 
 
+def allows_second_layer(rows: int, num_perm: int) -> bool:
+    """Whether bands of ``rows`` values over ``num_perm`` may have a second layer: each of its
+    bands then meets each first-layer band in at most one value (see :mod:`neardup.core.lsh`)."""
+    return rows >= 2 and num_perm % rows == 0 and rows * rows <= num_perm
+
+
 def check_shape(bands: int, rows: int, num_perm: int) -> None:
     """Raise ConfigError unless (bands, rows) bands ``num_perm`` values: one layer of
-    ``num_perm // rows`` bands, and with ``2 <= rows`` and ``rows * rows <= num_perm`` up to as
-    many again in a second layer (see :mod:`neardup.core.lsh`)."""
+    ``num_perm // rows`` bands, and where :func:`allows_second_layer` up to as many again in a
+    second layer."""
     if bands * rows == num_perm:
         return
-    second_layer = rows >= 2 and num_perm % rows == 0 and rows * rows <= num_perm
-    if not (second_layer and num_perm < bands * rows <= 2 * num_perm):
+    if not (allows_second_layer(rows, num_perm) and num_perm < bands * rows <= 2 * num_perm):
         raise ConfigError(
             f"bands * rows must equal num_perm: {bands} * {rows} = {bands * rows}, num_perm = "
             f"{num_perm} (or, for a second layer, exceed it by at most num_perm, where rows "

@@ -19,7 +19,7 @@ from neardup.compat.storage import KeyCodec, normalize, open_config
 from neardup.config import DedupConfig
 from neardup.core.lsh import band_keys
 from neardup.core.minhash import EMPTY_VALUE
-from neardup.core.params import optimal_shape
+from neardup.core.params import optimal_shape, second_layer_bands
 from neardup.errors import IndexSettingsError
 from neardup.index.base import Candidates
 from neardup.index.lsh_index import LSHIndex
@@ -93,7 +93,7 @@ class MinHashLSH:
             index = LSHIndex(self._storage)
             s = index.settings
             if (s.num_perm, s.bands, s.rows) != (self.h, self.b, self.r):
-                two_layers = s.bands * s.rows > s.num_perm
+                two_layers = second_layer_bands(s.bands, s.rows, s.num_perm) > 0
                 raise ValueError(
                     f"the stored index has num_perm={s.num_perm}, b={s.bands}, r={s.rows}; "
                     f"this MinHashLSH asks for num_perm={self.h}, b={self.b}, r={self.r}"

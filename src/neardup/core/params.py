@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from neardup.config import LSHConfig, MinHashConfig, check_shape
+from neardup.config import LSHConfig, MinHashConfig, allows_second_layer, check_shape
 
 _GRID = 2001
 
@@ -47,7 +47,7 @@ def shapes(num_perm: int, layers: int = 1) -> Iterator[tuple[int, int]]:
         if num_perm % rows:
             continue
         per_layer = num_perm // rows
-        second = layers >= 2 and rows >= 2 and rows * rows <= num_perm
+        second = layers >= 2 and allows_second_layer(rows, num_perm)
         for bands in range(per_layer, (2 * per_layer if second else per_layer) + 1):
             yield bands, rows
 
