@@ -195,6 +195,12 @@ def ref_signature(
     return out
 
 
+def ref_digest(shingles: Iterable[int]) -> int:
+    """A document's shingle digest: the sum of its shingles' SplitMix64 mixes, repeats included,
+    mod 2**64."""
+    return sum(_ref_mix(x) for x in shingles) & M64
+
+
 def ref_jaccard(set_a: Iterable[int], set_b: Iterable[int]) -> float:
     sa, sb = set(set_a), set(set_b)
     union = len(sa | sb)

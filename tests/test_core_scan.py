@@ -28,7 +28,14 @@ from neardup.core import jit, scan
 from neardup.core.minhash import MinHasher, permutations, signature_of_hashes
 from neardup.core.shingles import doc_shingles, shingle_hashes, shingle_sets
 from neardup.core.text import TextBatch, _table_args, encode_texts, tokenize, tokenizer_flags
-from reference import ref_combine, ref_permutations, ref_shingle_hashes, ref_signature, ref_tokens
+from reference import (
+    ref_combine,
+    ref_digest,
+    ref_permutations,
+    ref_shingle_hashes,
+    ref_signature,
+    ref_tokens,
+)
 
 WORD_PIECES = ["a", "é", "ß", "ж", "中", "😀", "x1", "Ｑ", "ﬁ", "İ", "ǅ"]
 
@@ -85,11 +92,14 @@ def test_long_documents(mode: str, n: int) -> None:
     refs = [ref_shingle_hashes(t, tcfg, scfg) for t in texts]
     for text, ref in zip(texts, refs, strict=True):
         assert _ref_doc_shingles(text, tcfg, scfg) == ref
-    hasher = MinHasher(MinHashConfig(num_perm=19, seed=5), tcfg, scfg)
-    sigs, counts = hasher.signatures_with_counts(encode_texts(texts))
     a, b = ref_permutations(5, 19)
-    assert sigs.tolist() == [ref_signature(r, a, b) for r in refs]
-    assert counts.tolist() == [len(r) for r in refs]
+    for sketch in ("stratified", "classic"):
+        hasher = MinHasher(MinHashConfig(num_perm=19, seed=5, sketch=sketch), tcfg, scfg)
+        digests = np.zeros(len(texts), dtype=np.uint64)
+        sigs, counts = hasher.signatures_with_counts(encode_texts(texts), digests=digests)
+        assert sigs.tolist() == [ref_signature(r, a, b, sketch) for r in refs]
+        assert counts.tolist() == [len(r) for r in refs]
+        assert digests.tolist() == [ref_digest(r) for r in refs]
     sets = shingle_sets(encode_texts(texts), np.arange(3), counts, tcfg, scfg)
     for k, ref in enumerate(refs):
         assert sets.get(k).tolist() == sorted(set(ref))

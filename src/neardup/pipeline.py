@@ -661,8 +661,8 @@ def _signatures(
             chunk, row, lo, hi = piece
             sub = TextBatch(chunk.data, chunk.offsets[lo : hi + 1])
             rows = slice(row, row + hi - lo)
-            sigs[rows], counts[rows] = hasher.signatures_with_counts(
-                sub, parallel=workers <= 1, digests=digests[rows]
+            hasher.signatures_with_counts(
+                sub, parallel=workers <= 1, digests=digests[rows], into=(sigs[rows], counts[rows])
             )
             done[0] += hi - lo
             if worker == 0:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from neardup.config import KeepPolicy
+from neardup.core.jit import njit
 from neardup.core.sorting import sorted_unique
 
 

@@ -15,9 +15,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
-from neardup.core.jit import helper, hot_helper, kernel
+from neardup.core.jit import helper, hot_helper, kernel, njit
 
 U64 = np.uint64
 _P1 = U64(11400714785074694791)
@@ -308,7 +307,6 @@ class Permutations(NamedTuple):
     a_lo_pairs: np.ndarray  # uint64[m / 2]: a_lo again, two to a uint64 (even, odd)
     b_even: np.ndarray  # uint64[m / 2]: b of the even permutations
     b_odd: np.ndarray  # uint64[m / 2]: b of the odd ones
-    position: np.ndarray  # uint32[m]: 0 .. m - 1, each permutation's place in the stratum cycle
     strata_bits: int  # t: 2**t strata, 0 for the classic sketch
 
 
@@ -340,7 +338,6 @@ def pack_permutations(a: np.ndarray, b: np.ndarray, *, stratified: bool = False)
         a_lo.view(np.uint64).copy(),
         np.ascontiguousarray(b_pad[0::2]),
         np.ascontiguousarray(b_pad[1::2]),
-        np.arange(m, dtype=np.uint32),
         strata_bits(a.size) if stratified else 0,
     )
 
@@ -349,7 +346,7 @@ def no_permutations() -> Permutations:
     """Empty ``Permutations``, for a scan that makes no signatures."""
     u32 = np.empty(0, dtype=np.uint32)
     u64 = np.empty(0, dtype=np.uint64)
-    return Permutations(u64, u64, u32, u32, u64, u64, u64, u32, 0)
+    return Permutations(u64, u64, u32, u32, u64, u64, u64, 0)
 
 
 def _vector_multiply64() -> bool:
@@ -367,11 +364,10 @@ VECTOR_MULTIPLY64 = _vector_multiply64()
 
 
 @hot_helper
-def _strata(x: np.uint64, top: np.uint32, low: np.uint32) -> tuple[np.uint32, np.uint32]:
-    """The stratum cycle of shingle ``x``: its first stratum and its step (odd), each in the
-    top bits of a uint32 (``top`` masks them, ``low`` is their lowest bit), drawn from
-    ``multiset_mix(x)`` and so independent of the permutations' values."""
-    z = multiset_mix(x)
+def _strata(z: np.uint64, top: np.uint32, low: np.uint32) -> tuple[np.uint32, np.uint32]:
+    """The stratum cycle of a shingle whose ``multiset_mix`` is ``z``: its first stratum and its
+    step (odd), each in the top bits of a uint32 (``top`` masks them, ``low`` is their lowest
+    bit), independent of the permutations' values."""
     # numba widens uint32 operations to 64 bits: each result is cast back, so that the strata
     # stay 32-bit values and LLVM multiplies them in 32-bit lanes
     start = np.uint32(np.uint32(z >> U64(32)) & top)
@@ -382,9 +378,11 @@ def _strata(x: np.uint64, top: np.uint32, low: np.uint32) -> tuple[np.uint32, np
 @kernel  # compiled once, not copied into its three call sites in the tokeniser
 def update_signature(
     sig: np.ndarray, shingles: np.ndarray, lo: int, hi: int, perms: Permutations, work: np.ndarray
-) -> None:
+) -> np.uint64:
     """Fold ``shingles[lo:hi]`` into the MinHash signature ``sig`` (uint32[m], see
     ``Permutations``): permutation i keeps the minimum of a value of each shingle ``x``.
+    Returns the sum of their ``multiset_mix`` (mod 2**64), their part of the document's digest,
+    which the stratified sketch mixes them for anyway.
 
     Classic sketch (``strata_bits == 0``): the value is ``((a_i * x + b_i) mod 2**64) >> 32``.
     Stratified sketch (``t = strata_bits``): its top ``t`` bits are the stratum
@@ -404,13 +402,14 @@ def update_signature(
     parts and takes the minimums, eight permutations to a vector. With
     ``VECTOR_MULTIPLY64`` the 64-bit products are taken as they are, in one loop. Two shingles go
     through each pass, so the coefficients are loaded half as often. The strata are
-    computed in 32-bit lanes throughout. ``work`` is scratch space, uint64[m].
+    computed in 32-bit lanes throughout, each permutation's from the one before it
+    (``+ d_x``): an add per vector rather than a multiply. ``work`` is scratch space, uint64[m].
     """
     m = perms.a_lo.size
     t = perms.strata_bits
-    position = perms.position
     top = np.uint32(np.uint32(0xFFFFFFFF) << np.uint32(32 - t)) if t > 0 else np.uint32(0)
     low = np.uint32(np.uint32(1) << np.uint32(32 - t)) if t > 0 else np.uint32(0)
+    total = U64(0)
     if VECTOR_MULTIPLY64:
         a = perms.a
         b = perms.b
@@ -418,22 +417,28 @@ def update_signature(
             for s in range(lo, hi, 2):
                 x = shingles[s]
                 y = shingles[s + 1] if s + 1 < hi else x
+                total += multiset_mix(x) + (multiset_mix(y) if s + 1 < hi else U64(0))
                 for i in range(m):
                     u = np.uint32((a[i] * x + b[i]) >> U64(32))
                     v = np.uint32((a[i] * y + b[i]) >> U64(32))
                     sig[i] = min(sig[i], min(u, v))
-            return
+            return total
         drop = U64(32 + t)
         for s in range(lo, hi, 2):
             x = shingles[s]
             y = shingles[s + 1] if s + 1 < hi else x
-            sx, dx = _strata(x, top, low)
-            sy, dy = _strata(y, top, low)
-            for i in range(m):
-                u = np.uint32(np.uint32((a[i] * x + b[i]) >> drop) | np.uint32(sx + position[i] * dx))
-                v = np.uint32(np.uint32((a[i] * y + b[i]) >> drop) | np.uint32(sy + position[i] * dy))
+            zx = multiset_mix(x)
+            zy = multiset_mix(y)
+            total += zx + (zy if s + 1 < hi else U64(0))
+            sx, dx = _strata(zx, top, low)
+            sy, dy = _strata(zy, top, low)
+            for i in range(m):  # the strata step on (sx + i * dx): an add per vector, not a multiply
+                u = np.uint32(np.uint32((a[i] * x + b[i]) >> drop) | sx)
+                v = np.uint32(np.uint32((a[i] * y + b[i]) >> drop) | sy)
                 sig[i] = min(sig[i], min(u, v))
-        return
+                sx = np.uint32(sx + dx)
+                sy = np.uint32(sy + dy)
+        return total
     half = m // 2
     a_lo = perms.a_lo
     a_hi = perms.a_hi
@@ -459,6 +464,9 @@ def update_signature(
         xh32 = np.uint32(x >> U64(32))
         yl32 = np.uint32(yl)
         yh32 = np.uint32(y >> U64(32))
+        zx = multiset_mix(x)
+        zy = multiset_mix(y)
+        total += zx + (zy if s + 1 < hi else U64(0))
         if t == 0:
             for i in range(m):
                 u = np.uint32(high32[i] + np.uint32(a_hi[i] * xl32) + np.uint32(a_lo[i] * xh32))
@@ -466,14 +474,17 @@ def update_signature(
                 # min() rather than a branch, so the loop vectorises
                 sig[i] = min(sig[i], min(u, v))
         else:
-            sx, dx = _strata(x, top, low)
-            sy, dy = _strata(y, top, low)
+            sx, dx = _strata(zx, top, low)
+            sy, dy = _strata(zy, top, low)
             for i in range(m):
                 u = np.uint32(high32[i] + np.uint32(a_hi[i] * xl32) + np.uint32(a_lo[i] * xh32))
                 v = np.uint32(high32[m + i] + np.uint32(a_hi[i] * yl32) + np.uint32(a_lo[i] * yh32))
-                u = np.uint32(np.uint32(sx + np.uint32(position[i] * dx)) | (u >> bits))
-                v = np.uint32(np.uint32(sy + np.uint32(position[i] * dy)) | (v >> bits))
+                u = np.uint32(sx | (u >> bits))
+                v = np.uint32(sy | (v >> bits))
                 sig[i] = min(sig[i], min(u, v))
+                sx = np.uint32(sx + dx)
+                sy = np.uint32(sy + dy)
+    return total
 
 
 def splitmix64_stream(seed: int, count: int) -> np.ndarray:

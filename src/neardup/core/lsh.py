@@ -18,11 +18,10 @@ from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
 from neardup.config import check_shape
 from neardup.core.hashing import xxh64_bytes, xxh64_lanes
-from neardup.core.jit import in_ranges, kernel
+from neardup.core.jit import in_ranges, kernel, njit
 from neardup.core.sorting import sorted_unique, stable_sort_u64
 
 _SERIAL_BELOW = 64  # fewer signatures than this skip the thread pool

@@ -71,16 +71,28 @@ class MinHasher:
         self._flags = tokenizer_flags(self.text, self.shingle)
 
     def signatures_with_counts(
-        self, batch: TextBatch, *, parallel: bool = True, digests: np.ndarray | None = None
+        self,
+        batch: TextBatch,
+        *,
+        parallel: bool = True,
+        digests: np.ndarray | None = None,
+        into: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(signatures uint32[n, num_perm], shingle counts int64[n])`` of a batch, on the
         kernel threads (on this thread only, when not ``parallel``). ``digests`` (uint64[n]),
         if given, takes each document's shingle digest: equal for two documents whose shingles
-        are the same, repeats included (see :func:`~neardup.core.scan.scan_part`)."""
+        are the same, repeats included (see :func:`~neardup.core.scan.scan_part`). ``into``,
+        if given, is the two arrays to fill (C-contiguous, of those types and shapes), and is
+        what is returned."""
         batch = segmented(batch, self.text, self.shingle)
         n_docs = len(batch)
-        out = np.empty((n_docs, self.minhash.num_perm), dtype=np.uint32)
-        counts = np.empty(n_docs, dtype=np.int64)
+        if into is None:
+            out = np.empty((n_docs, self.minhash.num_perm), dtype=np.uint32)
+            counts = np.empty(n_docs, dtype=np.int64)
+        else:
+            out, counts = into
+            if out.shape != (n_docs, self.minhash.num_perm) or counts.shape != (n_docs,):
+                raise ValueError(f"into has shapes {out.shape} and {counts.shape} for {n_docs} documents")
         scan_batch(
             batch.data,
             batch.offsets,

@@ -17,6 +17,7 @@ fewer pairs above the threshold than 16 bands, where independence predicts 19).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
 import numpy as np
@@ -52,10 +53,13 @@ def shapes(num_perm: int, layers: int = 1) -> Iterator[tuple[int, int]]:
             yield bands, rows
 
 
+@functools.lru_cache(maxsize=64)
 def optimal_shape(
     threshold: float, num_perm: int, fp_weight: float = 0.5, layers: int = 1
 ) -> tuple[int, int]:
-    """The shape of least weighted error among :func:`shapes` ``(num_perm, layers)``."""
+    """The shape of least weighted error among :func:`shapes` ``(num_perm, layers)``. Kept per
+    argument: the search takes about 0.01 s (125 shapes at 128 permutations with two layers), and
+    a run asks for its shape several times."""
     best = (float("inf"), 1, num_perm)
     for bands, rows in shapes(num_perm, layers):
         fp, fn = error_integrals(threshold, bands, rows)

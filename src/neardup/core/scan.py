@@ -24,7 +24,6 @@ from neardup.core.hashing import (
     U64,
     WINDOW_SCRATCH,
     Permutations,
-    multiset_mix,
     no_permutations,
     update_signature,
     xxh64_lanes,
@@ -255,11 +254,7 @@ def _fold(
     digest: np.ndarray,
 ) -> None:
     """``out[lo:pos]`` folded into the signature ``sig``, and their mixed sum into ``digest[0]``."""
-    total = digest[0]
-    for i in range(lo, pos):
-        total += multiset_mix(out[i])
-    digest[0] = total
-    update_signature(sig, out, lo, pos, perms, work)
+    digest[0] += update_signature(sig, out, lo, pos, perms, work)
 
 
 @helper

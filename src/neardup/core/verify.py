@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from numba import njit
 
-from neardup.core.jit import in_ranges, kernel
+from neardup.core.jit import in_ranges, kernel, njit
 from neardup.core.shingles import ShingleSets
 
 _SERIAL_BELOW = 1 << 10  # fewer pairs than this skip the thread pool

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from neardup.core.hashing import xxh64_bytes
+from neardup.core.jit import njit
 
 _PARALLEL_BYTES = 1 << 20  # less text than this is counted on one thread: no thread start-up
 
