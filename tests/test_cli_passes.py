@@ -236,6 +236,36 @@ def test_record_spans_across_read_buffers(tmp_path: Path, monkeypatch: pytest.Mo
         record_spans(path)
 
 
+@pytest.mark.parametrize("scan_bytes", [5, 16, 64, 1 << 20])
+def test_record_spans_check_utf8_across_read_edges(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan_bytes: int
+) -> None:
+    """Characters cut by a read's edge are checked whole, and a bad byte anywhere is found."""
+    import neardup.io.jsonl_passes as passes_module
+
+    monkeypatch.setattr(passes_module, "SCAN_BYTES", scan_bytes)
+    rng = np.random.default_rng(5)
+    words = ["x", "自然语言", "é", "\U0001f600", "ab"]
+    lines = [
+        ('{"k": "' + "".join(rng.choice(words) for _ in range(int(n))) + '"}').encode()
+        for n in rng.integers(0, 12, 300)
+    ]
+    lines[100] = b'{"k": "' + "长".encode() * 40 + b'"}'  # longer than a read
+    blob = b"".join(line + b"\n" * int(k) for line, k in zip(lines, rng.integers(1, 3, 300), strict=True))
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(blob[:-1])  # the last line without its newline
+    assert [blob[s:e] for s, e in record_spans(path, check_utf8=True).tolist()] == lines
+    wide = [i for i, byte in enumerate(blob) if byte >= 0x80]
+    edges = [i for i in wide if i % scan_bytes in (0, scan_bytes - 1)][:6]  # on a read's edge
+    for at in [*edges, *rng.choice(wide, 6, replace=False)]:
+        bad = bytearray(blob)
+        bad[at] = 0xFF  # never in UTF-8
+        path.write_bytes(bytes(bad))
+        assert record_spans(path).shape[0] == len(lines)  # unchecked, the lines are still found
+        with pytest.raises(WholeReadNeededError, match="UTF-8"):
+            record_spans(path, check_utf8=True)
+
+
 def test_texts_are_the_records_text_in_the_order_asked(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "in.jsonl", records(400, seed=8))
     options = ReadOptions(id_column="id")
