@@ -98,10 +98,15 @@ def clusters_for(n: int, seed: int) -> Clusters:
 
 
 @pytest.mark.parametrize("piece_bytes", [64, 5_000, 1 << 20])
+@pytest.mark.parametrize("text_rows", [7, 1 << 15])
 def test_pieces_of_any_size_write_the_same_lines(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, piece_bytes: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, piece_bytes: int, text_rows: int
 ) -> None:
-    monkeypatch.setattr(neardup.io.jsonl_lines, "PIECE_BYTES", piece_bytes)  # 64: a line each
+    """However the rows are cut into pieces (64 bytes: a line each) and into groups whose texts
+    are made at once (7 rows: pieces cross no group, and groups hold several pieces or part of
+    one), the tables are the same."""
+    monkeypatch.setattr(neardup.io.jsonl_lines, "PIECE_BYTES", piece_bytes)
+    monkeypatch.setattr(neardup.io.jsonl_lines, "TEXT_ROWS", text_rows)
     lines = [
         json.dumps({"id": f"d{i}", "text": r["text"]}).encode() for i, r in enumerate(planted_corpus(300))
     ]
@@ -125,6 +130,33 @@ def test_pieces_of_any_size_write_the_same_lines(
     ]
     assert [a["cluster_id"] for a in annotated] == [c if c >= 0 else None for c in cl.cluster.tolist()]
     assert [a["is_duplicate"] for a in annotated] == (~cl.keep).tolist()
+
+
+@pytest.mark.parametrize("text_rows", [7, 1 << 15])
+def test_generated_ids_go_first_in_every_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text_rows: int
+) -> None:
+    monkeypatch.setattr(neardup.io.jsonl_lines, "PIECE_BYTES", 300)
+    monkeypatch.setattr(neardup.io.jsonl_lines, "TEXT_ROWS", text_rows)
+    records = [{"text": r["text"], "n": i} for i, r in enumerate(planted_corpus(120))]
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in records))
+    ids = pa.array(list(range(120)), pa.int64())
+    cl = clusters_for(120, seed=2)
+    with OutputDir(tmp_path / "out") as out:
+        LineWriter(path, record_spans(path), ids, cl, "row_id", generated=True).write(out)
+
+    def table(name: str) -> list[dict[str, object]]:
+        return [json.loads(line) for line in (tmp_path / "out" / f"{name}.jsonl").read_bytes().splitlines()]
+
+    kept, dup = np.flatnonzero(cl.keep), np.flatnonzero(~cl.keep)
+    for name, rows in (("annotated", np.arange(120)), ("deduped", kept), ("duplicates", dup)):
+        got = table(name)
+        assert [next(iter(r)) for r in got] == ["row_id"] * rows.size, name
+        assert [r["row_id"] for r in got] == rows.tolist(), name
+        assert [r["n"] for r in got] == rows.tolist(), name
+    assert [r["duplicate_of"] for r in table("duplicates")] == cl.representative[dup].tolist()
+    assert [r["representative"] for r in table("annotated")] == cl.representative.tolist()
 
 
 def test_a_line_that_is_no_longer_a_record_is_an_input_error(tmp_path: Path) -> None:

@@ -32,6 +32,8 @@ from neardup.io.writers import OutputDir, TableWriter, value_texts
 PIECE_BYTES = 2 << 20
 """Input bytes per piece (or one line, if longer): a piece, and its three outputs, are held at once."""
 _NAMES = ("annotated", "deduped", "duplicates")
+TEXT_ROWS = 1 << 15
+"""Rows whose spliced-in texts are made at a time (a few MB of text), for the pieces among them."""
 
 
 @kernel
@@ -102,6 +104,15 @@ class _Texts:
     def none(cls, rows: int) -> _Texts:
         return cls(np.zeros(1, np.uint8), np.zeros(rows + 1, np.int64))
 
+    def rows(self, lo: int, hi: int) -> _Texts:
+        """Texts ``lo:hi``, sharing ``data`` (the kernel takes the offsets as they are)."""
+        return _Texts(self.data, self.offsets[lo : hi + 1])
+
+    @property
+    def size(self) -> int:
+        """Bytes of all the texts."""
+        return int(self.offsets[-1] - self.offsets[0])
+
     @classmethod
     def joined(cls, *parts: pa.Array | pa.Scalar) -> _Texts:
         """The element-wise concatenation of ``parts`` (large-string arrays and scalars)."""
@@ -162,45 +173,49 @@ class LineWriter:
         report("write", 0, rows)
         with open(self.path, "rb", buffering=0) as fh, ThreadPoolExecutor(max_workers=1) as pool:
             writing: Future[None] | None = None  # the previous piece, written while this one is made
-            for lo, hi in self._pieces():
-                outputs = self._piece(fh.fileno(), lo, hi)
-                if writing is not None:
-                    writing.result()
-                writing = pool.submit(_write_all, writers, outputs)
-                report("write", hi, rows)
+            for first in range(0, rows, TEXT_ROWS):
+                texts = self._texts(first, min(rows, first + TEXT_ROWS))
+                for lo, hi in self._pieces(first, min(rows, first + TEXT_ROWS)):
+                    outputs = self._piece(fh.fileno(), lo, hi, texts)
+                    if writing is not None:
+                        writing.result()
+                    writing = pool.submit(_write_all, writers, outputs)
+                    report("write", hi, rows)
             if writing is not None:
                 writing.result()
 
-    def _pieces(self) -> Iterator[tuple[int, int]]:
-        """``(lo, hi)`` row ranges of about ``PIECE_BYTES`` of the file each (at least one row)."""
+    def _pieces(self, lo: int, end: int) -> Iterator[tuple[int, int]]:
+        """``(lo, hi)`` ranges of rows ``lo:end`` of about ``PIECE_BYTES`` of the file each (at
+        least one row)."""
         starts = self.spans[:, 0]
-        rows = starts.size
-        lo = 0
-        while lo < rows:
+        while lo < end:
             hi = int(np.searchsorted(starts, starts[lo] + PIECE_BYTES, side="left"))
-            hi = max(lo + 1, min(hi, rows))
+            hi = max(lo + 1, min(hi, end))
             yield lo, hi
             lo = hi
 
-    def _piece(self, fd: int, lo: int, hi: int) -> dict[str, tuple[np.ndarray, int]]:
-        """The three tables' text for rows ``lo:hi``, and the rows each holds."""
-        spans = self.spans[lo:hi]
-        base = int(spans[0, 0])
-        size = int(spans[-1, 1]) - base
-        buf = np.empty(size, np.uint8)
-        if not read_exactly(fd, buf, base):
-            raise self._changed()
+    def _texts(self, lo: int, hi: int) -> _RowTexts:
+        """What rows ``lo:hi`` get spliced into their records."""
         cl = self.clusters
-        outputs = splice_rows(
-            buf,
-            spans[:, 0] - base,
-            spans[:, 1] - base,
+        return _RowTexts.of(
+            lo,
             cluster=cl.cluster[lo:hi],
             keep=cl.keep[lo:hi],
             representatives=self.ids.take(pa.array(cl.representative[lo:hi], pa.int64())),
             ids=self.ids.slice(lo, hi - lo) if self.generated else None,
             id_column=self.id_column,
         )
+
+    def _piece(self, fd: int, lo: int, hi: int, texts: _RowTexts) -> dict[str, tuple[np.ndarray, int]]:
+        """The three tables' text for rows ``lo:hi`` (of those of ``texts``), and the rows each
+        holds."""
+        spans = self.spans[lo:hi]
+        base = int(spans[0, 0])
+        size = int(spans[-1, 1]) - base
+        buf = np.empty(size, np.uint8)
+        if not read_exactly(fd, buf, base):
+            raise self._changed()
+        outputs = texts.splice(buf, spans[:, 0] - base, spans[:, 1] - base, lo, hi)
         if outputs is None:
             raise self._changed()
         return outputs
@@ -226,64 +241,135 @@ def splice_rows(
     ``keep`` flag and representative's id; ``ids`` (a generated id per row) go first in each
     record as ``id_column``, and ``extra`` (members ``"key": value``, such as a record's source
     file) after the record's own. None if a record is not a JSON object."""
-    reps = value_texts(representatives)
-    rows = starts.size
-    tail = text(extra + ", " if extra else "")
-
-    def prefix(picked: np.ndarray) -> _Texts:  # the generated id first, if any
-        if ids is None:
-            return _Texts.none(picked.size)
-        return _Texts.joined(text(_member(id_column)), value_texts(ids.take(pa.array(picked, pa.int64()))))
-
-    annotations = _Texts.joined(
-        tail,
-        text(_member("cluster_id")),
-        value_texts(pa.array(cluster, pa.int64(), mask=cluster < 0)),
-        text(", " + _member("representative")),
-        reps,
-        text(", " + _member("is_duplicate")),
-        value_texts(pa.array(~keep)),
+    texts = _RowTexts.of(
+        0,
+        cluster=cluster,
+        keep=keep,
+        representatives=representatives,
+        ids=ids,
+        id_column=id_column,
+        extra=extra,
     )
-    kept = np.flatnonzero(keep)
-    dup = np.flatnonzero(~keep)
-    duplicate_of = _Texts.joined(
-        tail,
-        text(_member("duplicate_of")),
-        reps.take(pa.array(dup, pa.int64())),
-        text(", " + _member("cluster_id")),
-        value_texts(pa.array(cluster[dup], pa.int64())),
-    )
-    only_extra = (
-        _Texts.joined(text(extra), pa.repeat(text(""), kept.size)) if extra else _Texts.none(kept.size)
-    )
-    jobs = {
-        "annotated": (starts, ends, prefix(np.arange(rows)), annotations),
-        "deduped": (starts[kept], ends[kept], prefix(kept), only_extra),
-        "duplicates": (starts[dup], ends[dup], prefix(dup), duplicate_of),
-    }
-    outputs: dict[str, tuple[np.ndarray, int]] = {}
-    failed = [False]
+    return texts.splice(buf, starts, ends, 0, starts.size)
 
-    def splice(name: str) -> None:
-        s, e, pre, suf = jobs[name]
-        bound = int((e - s).sum()) + 5 * s.size + int(pre.offsets[-1]) + int(suf.offsets[-1])
-        out = np.empty(bound, np.uint8)
-        written = splice_lines(buf, s, e, pre.data, pre.offsets, suf.data, suf.offsets, out)
-        if written < 0:
-            failed[0] = True
-            return
-        outputs[name] = (out[:written], s.size)
 
-    def part(k: int) -> None:  # annotated, and the other two (about as many bytes) beside it
-        for name in _NAMES[:1] if k == 0 else _NAMES[1:]:
-            splice(name)
+@dataclass(frozen=True)
+class _RowTexts:
+    """What :func:`splice_rows` puts into the records of rows ``first:`` of a file, made for many
+    pieces at once (the Arrow calls that make them cost about as much for a few hundred rows as
+    for tens of thousands): per row, the annotation and the prefix; per kept row (``kept``, in
+    order), the prefix and the extra members; per dropped row (``dropped``), the prefix and the
+    ``duplicate_of`` members."""
 
-    if threads() > 1:
-        in_threads(part, 2)
-    else:
-        part(0)
-        part(1)
-    return None if failed[0] else outputs
+    first: int
+    annotations: _Texts
+    prefix: _Texts
+    kept: np.ndarray
+    kept_prefix: _Texts
+    only_extra: _Texts
+    dropped: np.ndarray
+    dropped_prefix: _Texts
+    duplicate_of: _Texts
+
+    @classmethod
+    def of(
+        cls,
+        first: int,
+        *,
+        cluster: np.ndarray,
+        keep: np.ndarray,
+        representatives: pa.Array,
+        ids: pa.Array | None,
+        id_column: str,
+        extra: str = "",
+    ) -> _RowTexts:
+        """The texts of rows ``first:first + cluster.size`` (see :func:`splice_rows`)."""
+        reps = value_texts(representatives)
+        tail = text(extra + ", " if extra else "")
+
+        def prefix(picked: np.ndarray) -> _Texts:  # the generated id first, if any
+            if ids is None:
+                return _Texts.none(picked.size)
+            return _Texts.joined(
+                text(_member(id_column)), value_texts(ids.take(pa.array(picked, pa.int64())))
+            )
+
+        annotations = _Texts.joined(
+            tail,
+            text(_member("cluster_id")),
+            value_texts(pa.array(cluster, pa.int64(), mask=cluster < 0)),
+            text(", " + _member("representative")),
+            reps,
+            text(", " + _member("is_duplicate")),
+            value_texts(pa.array(~keep)),
+        )
+        kept = np.flatnonzero(keep)
+        dropped = np.flatnonzero(~keep)
+        duplicate_of = _Texts.joined(
+            tail,
+            text(_member("duplicate_of")),
+            reps.take(pa.array(dropped, pa.int64())),
+            text(", " + _member("cluster_id")),
+            value_texts(pa.array(cluster[dropped], pa.int64())),
+        )
+        only_extra = (
+            _Texts.joined(text(extra), pa.repeat(text(""), kept.size)) if extra else _Texts.none(kept.size)
+        )
+        return cls(
+            first,
+            annotations,
+            prefix(np.arange(cluster.size)),
+            kept + first,
+            prefix(kept),
+            only_extra,
+            dropped + first,
+            prefix(dropped),
+            duplicate_of,
+        )
+
+    def splice(
+        self, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, lo: int, hi: int
+    ) -> dict[str, tuple[np.ndarray, int]] | None:
+        """The three tables' text for rows ``lo:hi`` (file rows, among this object's), whose
+        records are ``buf[starts[i]:ends[i]]``; None if a record is not a JSON object."""
+        a, b = (int(k) for k in np.searchsorted(self.kept, (lo, hi)))
+        c, d = (int(k) for k in np.searchsorted(self.dropped, (lo, hi)))
+        kept = self.kept[a:b] - lo
+        dropped = self.dropped[c:d] - lo
+        at, to = lo - self.first, hi - self.first
+        jobs = {
+            "annotated": (starts, ends, self.prefix.rows(at, to), self.annotations.rows(at, to)),
+            "deduped": (starts[kept], ends[kept], self.kept_prefix.rows(a, b), self.only_extra.rows(a, b)),
+            "duplicates": (
+                starts[dropped],
+                ends[dropped],
+                self.dropped_prefix.rows(c, d),
+                self.duplicate_of.rows(c, d),
+            ),
+        }
+        outputs: dict[str, tuple[np.ndarray, int]] = {}
+        failed = [False]
+
+        def splice(name: str) -> None:
+            s, e, pre, suf = jobs[name]
+            bound = int((e - s).sum()) + 5 * s.size + pre.size + suf.size
+            out = np.empty(bound, np.uint8)
+            written = splice_lines(buf, s, e, pre.data, pre.offsets, suf.data, suf.offsets, out)
+            if written < 0:
+                failed[0] = True
+                return
+            outputs[name] = (out[:written], s.size)
+
+        def part(k: int) -> None:  # annotated, and the other two (about as many bytes) beside it
+            for name in _NAMES[:1] if k == 0 else _NAMES[1:]:
+                splice(name)
+
+        if threads() > 1:
+            in_threads(part, 2)
+        else:
+            part(0)
+            part(1)
+        return None if failed[0] else outputs
 
 
 def _write_all(writers: dict[str, TableWriter], outputs: dict[str, tuple[np.ndarray, int]]) -> None:
