@@ -217,11 +217,11 @@ def test_a_file_changed_in_the_last_pass_stops_the_graph_thread(
     real = neardup.io.jsonl_lines.LineWriter._piece
     calls = {"n": 0}
 
-    def piece(self: Any, fd: int, lo: int, hi: int) -> Any:
+    def piece(self: Any, fd: int, lo: int, hi: int, texts: Any) -> Any:
         calls["n"] += 1
         if calls["n"] == 3:
             raise InputError("the file changed while it was being read; run again", path=self.path)
-        return real(self, fd, lo, hi)
+        return real(self, fd, lo, hi, texts)
 
     monkeypatch.setattr(neardup.io.jsonl_lines.LineWriter, "_piece", piece)
     result = run("dedup", inputs["jsonl"], "-o", out, "-q", "--id-column", "id")
