@@ -174,8 +174,9 @@ class LineWriter:
         with open(self.path, "rb", buffering=0) as fh, ThreadPoolExecutor(max_workers=1) as pool:
             writing: Future[None] | None = None  # the previous piece, written while this one is made
             for first in range(0, rows, TEXT_ROWS):
-                texts = self._texts(first, min(rows, first + TEXT_ROWS))
-                for lo, hi in self._pieces(first, min(rows, first + TEXT_ROWS)):
+                end = min(rows, first + TEXT_ROWS)
+                texts = self._texts(first, end)
+                for lo, hi in self._pieces(first, end):
                     outputs = self._piece(fh.fileno(), lo, hi, texts)
                     if writing is not None:
                         writing.result()
