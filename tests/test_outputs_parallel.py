@@ -158,7 +158,7 @@ def assert_left_as_before(out: Path, before: dict[str, bytes]) -> None:
     no thread still writing."""
     assert files(out) == before
     assert sorted(p.name for p in out.iterdir()) == sorted([*before, "summary.json"])
-    assert not any(t.name.startswith("neardup-write-graph") for t in threading.enumerate())
+    assert not any(t.name.startswith("neardup-write-") for t in threading.enumerate())
 
 
 @two_threads
@@ -186,7 +186,14 @@ def test_an_error_in_the_graph_thread_is_the_runs_error(
 
 @two_threads
 @pytest.mark.parametrize(
-    ("source", "fmt"), [("jsonl", "jsonl"), ("parquet", "parquet"), ("parquet", "jsonl")]
+    ("source", "fmt", "table", "after"),
+    [
+        # the input's own lines, each table on its own writing thread, failing midway
+        ("jsonl", "jsonl", "deduped", 3),
+        ("jsonl", "jsonl", "annotated", 3),
+        ("parquet", "parquet", "deduped", 1),
+        ("parquet", "jsonl", "deduped", 1),
+    ],
 )
 def test_an_error_in_the_row_tables_stops_the_graph_thread(
     inputs: dict[str, Path],
@@ -195,15 +202,45 @@ def test_an_error_in_the_row_tables_stops_the_graph_thread(
     monkeypatch: pytest.MonkeyPatch,
     source: str,
     fmt: str,
+    table: str,
+    after: int,
 ) -> None:
     out = tmp_path / "out"
     dedup_into(inputs[source], out, "--output-format", fmt, "--seed", "1")
     before = files(out)
-    fail_in(monkeypatch, "deduped")
+    fail_in(monkeypatch, table, after=after)
     result = run("dedup", inputs[source], "-o", out, "-q", "--id-column", "id", "--output-format", fmt)
     assert result.exit_code != 0
-    assert "No space left on device" in result.output and f"deduped.{fmt}" in result.output
+    assert "No space left on device" in result.output and f"{table}.{fmt}" in result.output
     assert_left_as_before(out, before)
+
+
+@two_threads
+def test_the_input_lines_row_tables_are_written_on_two_threads(
+    inputs: dict[str, Path], tmp_path: Path, small_pieces: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With two kernel threads, ``annotated`` is written on one thread and ``deduped`` and
+    ``duplicates`` on another, beside it, each file's pieces in order."""
+    writers: dict[str, set[str]] = {}
+    real_lines = TableWriter.write_lines
+
+    def write_lines(self: TableWriter, *args: Any, **kwargs: Any) -> None:
+        name = self.path.name.split(".")[0]
+        if name in ROW_TABLES:
+            writers.setdefault(name, set()).add(threading.current_thread().name)
+        real_lines(self, *args, **kwargs)
+
+    monkeypatch.setattr(TableWriter, "write_lines", write_lines)
+    out = tmp_path / "out"
+    dedup_into(inputs["jsonl"], out, "--workers", 2)
+    assert sorted(writers) == sorted(ROW_TABLES)
+    assert writers["deduped"] == writers["duplicates"]
+    assert not writers["annotated"] & writers["deduped"]
+    assert "MainThread" not in writers["annotated"] | writers["deduped"]
+    monkeypatch.setattr(TableWriter, "write_lines", real_lines)
+    one = tmp_path / "one"
+    dedup_into(inputs["jsonl"], one, "--workers", 1)
+    assert files(out) == files(one)
 
 
 @two_threads

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from neardup.core.jit import hot_helper, in_ranges, kernel
 from neardup.core.scan import readonly
+from neardup.io.spans import copy_bytes
 
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 # the bytes of JSON text for each input byte: 1; 2 for \" \\ \b \f \n \r \t; 6 for \u00XX
@@ -157,7 +158,7 @@ def _quote_rows(
         out[q] = 0x22
         q += 1
         if out_offsets[row + 1] - out_offsets[row] == end - start + 2:  # nothing to escape
-            out[q : q + end - start] = data[start:end]
+            copy_bytes(out, q, data, start, end - start)
             out[q + end - start] = 0x22
             continue
         for p in range(start, end):

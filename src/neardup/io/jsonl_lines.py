@@ -12,6 +12,7 @@ compiled copy of bytes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -26,12 +27,15 @@ from neardup.core.clusters import Clusters
 from neardup.core.jit import in_threads, kernel, threads
 from neardup.errors import InputError
 from neardup.io._jsontext import text
-from neardup.io.spans import read_exactly
+from neardup.io.spans import copy_bytes, read_exactly
 from neardup.io.writers import OutputDir, TableWriter, value_texts
 
 PIECE_BYTES = 2 << 20
 """Input bytes per piece (or one line, if longer): a piece, and its three outputs, are held at once."""
 _NAMES = ("annotated", "deduped", "duplicates")
+_WRITE_GROUPS = (_NAMES[:1], _NAMES[1:])
+"""The files each writing thread takes, with more than one kernel thread: ``annotated``, and the
+other two (about as many bytes)."""
 TEXT_ROWS = 1 << 15
 """Rows whose spliced-in texts are made at a time (a few MB of text), for the pieces among them."""
 
@@ -72,21 +76,21 @@ def splice_lines(
         q1 = suf_offsets[i + 1]
         out[at] = 0x7B
         at += 1
-        out[at : at + p1 - p0] = pre_data[p0:p1]
+        copy_bytes(out, at, pre_data, p0, p1 - p0)
         at += p1 - p0
         if p1 > p0 and members:
             out[at] = 0x2C
             out[at + 1] = 0x20
             at += 2
-        out[at : at + close - s - 1] = buf[s + 1 : close]
+        copy_bytes(out, at, buf, s + 1, close - s - 1)
         at += close - s - 1
         if q1 > q0 and (members or p1 > p0):
             out[at] = 0x2C
             out[at + 1] = 0x20
             at += 2
-        out[at : at + q1 - q0] = suf_data[q0:q1]
+        copy_bytes(out, at, suf_data, q0, q1 - q0)
         at += q1 - q0
-        out[at : at + e - close] = buf[close:e]
+        copy_bytes(out, at, buf, close, e - close)
         at += e - close
         out[at] = 0x0A
         at += 1
@@ -171,19 +175,28 @@ class LineWriter:
         if opened is not None:
             opened()
         report("write", 0, rows)
-        with open(self.path, "rb", buffering=0) as fh, ThreadPoolExecutor(max_workers=1) as pool:
-            writing: Future[None] | None = None  # the previous piece, written while this one is made
+        groups = _WRITE_GROUPS if threads() > 1 else (_NAMES,)
+        with contextlib.ExitStack() as stack:
+            fh = stack.enter_context(open(self.path, "rb", buffering=0))
+            # a thread per group of files, so each file is written by one thread, piece after piece
+            pools = [
+                stack.enter_context(ThreadPoolExecutor(1, f"neardup-write-{names[0]}")) for names in groups
+            ]
+            writing: list[Future[None]] = []  # the previous piece, written while this one is made
             for first in range(0, rows, TEXT_ROWS):
                 end = min(rows, first + TEXT_ROWS)
                 texts = self._texts(first, end)
                 for lo, hi in self._pieces(first, end):
                     outputs = self._piece(fh.fileno(), lo, hi, texts)
-                    if writing is not None:
-                        writing.result()
-                    writing = pool.submit(_write_all, writers, outputs)
+                    for done in writing:
+                        done.result()
+                    writing = [
+                        pool.submit(_write_all, writers, outputs, names)
+                        for pool, names in zip(pools, groups, strict=True)
+                    ]
                     report("write", hi, rows)
-            if writing is not None:
-                writing.result()
+            for done in writing:
+                done.result()
 
     def _pieces(self, lo: int, end: int) -> Iterator[tuple[int, int]]:
         """``(lo, hi)`` ranges of rows ``lo:end`` of about ``PIECE_BYTES`` of the file each (at
@@ -373,7 +386,9 @@ class _RowTexts:
         return None if failed[0] else outputs
 
 
-def _write_all(writers: dict[str, TableWriter], outputs: dict[str, tuple[np.ndarray, int]]) -> None:
-    for name in _NAMES:
+def _write_all(
+    writers: dict[str, TableWriter], outputs: dict[str, tuple[np.ndarray, int]], names: tuple[str, ...]
+) -> None:
+    for name in names:
         data, rows = outputs[name]
         writers[name].write_lines(data, rows)

@@ -6,13 +6,23 @@ import os
 
 import numpy as np
 
-from neardup.core.jit import kernel
+from neardup.core.jit import hot_helper, kernel
 
 READ_THROUGH = 1 << 13
 """Bytes between two ranges that are read (and dropped) rather than sought over: one read
 costs about what copying this much does."""
 READ_BYTES = 1 << 24
 """At most this many bytes in one read (more only for one range longer than that)."""
+
+
+@hot_helper
+def copy_bytes(out: np.ndarray, at: int, src: np.ndarray, lo: int, n: int) -> None:
+    """``out[at:at + n] = src[lo:lo + n]`` (``n`` >= 0), as a loop over unsigned indices, which
+    LLVM makes a vectorised copy: numba's slice assignment copied lines 2.4 times slower."""
+    a = np.uint64(at)
+    b = np.uint64(lo)
+    for k in range(np.uint64(n)):
+        out[a + k] = src[b + k]
 
 
 @kernel
@@ -44,7 +54,7 @@ def _copy_ranges(
     for k in range(starts.size):
         lo = starts[k] - base
         size = ends[k] - starts[k]
-        out[pos : pos + size] = buf[lo : lo + size]
+        copy_bytes(out, pos, buf, lo, size)
         pos += size
         out[pos] = 10
         pos += 1
