@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from neardup.core.jit import helper, in_ranges, kernel
 from neardup.core.scan import readonly
+from neardup.io.spans import copy_bytes
 from neardup.io.writers import value_texts
 
 INT = 0
@@ -128,10 +129,8 @@ def _put_hex(out: np.ndarray, q: int, v: np.int64) -> None:
 
 @helper
 def _copy(out: np.ndarray, q: int, src: np.ndarray, lo: int, hi: int) -> int:
-    for p in range(lo, hi):
-        out[q] = src[p]
-        q += 1
-    return q
+    copy_bytes(out, q, src, lo, hi - lo)
+    return q + hi - lo
 
 
 @helper
