@@ -34,8 +34,8 @@ PIECE_BYTES = 2 << 20
 """Input bytes per piece (or one line, if longer): a piece, and its three outputs, are held at once."""
 _NAMES = ("annotated", "deduped", "duplicates")
 _WRITE_GROUPS = (_NAMES[:1], _NAMES[1:])
-"""The files each writing thread takes, with more than one kernel thread: ``annotated``, and the
-other two (about as many bytes)."""
+"""``annotated``, and the other two (about as many bytes): with more than one kernel thread, each
+group is spliced on a thread of its own and written by a thread of its own."""
 TEXT_ROWS = 1 << 15
 """Rows whose spliced-in texts are made at a time (a few MB of text), for the pieces among them."""
 
@@ -375,7 +375,7 @@ class _RowTexts:
             outputs[name] = (out[:written], s.size)
 
         def part(k: int) -> None:  # annotated, and the other two (about as many bytes) beside it
-            for name in _NAMES[:1] if k == 0 else _NAMES[1:]:
+            for name in _WRITE_GROUPS[k]:
                 splice(name)
 
         if threads() > 1:
