@@ -1,7 +1,8 @@
 """Hypothesis profiles: ``ci`` (the default) is reproducible and has no deadline,
 because the first call of a compiled kernel may load it from numba's cache.
 
-``redis_server``: a real redis-server for the whole session, for the Redis index backend."""
+``redis_server``: a real redis-server for the whole session, for the Redis index backend.
+``kernel_threads``: every test starts with numba's full thread count."""
 
 import os
 import shutil
@@ -141,3 +142,14 @@ def as_a_fresh_process(monkeypatch: pytest.MonkeyPatch) -> None:
     real = memory.resident_bytes
     base = real()
     monkeypatch.setattr(memory, "resident_bytes", lambda: memory.PROCESS_MEMORY + max(0, real() - base))
+
+
+@pytest.fixture(autouse=True)
+def kernel_threads() -> Iterator[None]:
+    """Every test starts with numba's full thread count: ``neardup dedup --workers N`` run inside
+    the test process sets the count for the process, and a later test that runs without
+    ``--workers`` would otherwise get the earlier test's count."""
+    import numba
+
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]
+    yield

@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +37,6 @@ two_threads = pytest.mark.skipif(
     reason="needs two kernel threads",
 )
 GRAPH_TABLES = ("clusters", "candidate_pairs", "lsh_buckets")
-
-
-@pytest.fixture(autouse=True)
-def kernel_threads() -> Iterator[None]:
-    """``--workers`` sets numba's count for the process: put it back."""
-    before = numba.get_num_threads()
-    yield
-    numba.set_num_threads(before)
 
 
 @pytest.fixture
@@ -177,7 +168,9 @@ def test_an_error_in_the_graph_thread_is_the_runs_error(
     dedup_into(inputs[source], out, "--output-format", fmt, "--seed", "1")
     before = files(out)
     failed = fail_in(monkeypatch, table, after=2)
-    result = run("dedup", inputs[source], "-o", out, "-q", "--id-column", "id", "--output-format", fmt)
+    result = run(
+        "dedup", inputs[source], "-o", out, "-q", "--id-column", "id", "--output-format", fmt, "--workers", 2
+    )
     assert result.exit_code != 0
     assert "No space left on device" in result.output and f"{table}.{fmt}" in result.output
     assert failed and failed[0] != "MainThread"  # it was written beside the row tables
@@ -209,7 +202,9 @@ def test_an_error_in_the_row_tables_stops_the_graph_thread(
     dedup_into(inputs[source], out, "--output-format", fmt, "--seed", "1")
     before = files(out)
     fail_in(monkeypatch, table, after=after)
-    result = run("dedup", inputs[source], "-o", out, "-q", "--id-column", "id", "--output-format", fmt)
+    result = run(
+        "dedup", inputs[source], "-o", out, "-q", "--id-column", "id", "--output-format", fmt, "--workers", 2
+    )
     assert result.exit_code != 0
     assert "No space left on device" in result.output and f"{table}.{fmt}" in result.output
     assert_left_as_before(out, before)
@@ -261,7 +256,7 @@ def test_a_file_changed_in_the_last_pass_stops_the_graph_thread(
         return real(self, fd, lo, hi, texts)
 
     monkeypatch.setattr(neardup.io.jsonl_lines.LineWriter, "_piece", piece)
-    result = run("dedup", inputs["jsonl"], "-o", out, "-q", "--id-column", "id")
+    result = run("dedup", inputs["jsonl"], "-o", out, "-q", "--id-column", "id", "--workers", 2)
     assert result.exit_code != 0 and "the file changed" in result.output
     assert_left_as_before(out, before)
 
