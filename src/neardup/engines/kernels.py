@@ -7,6 +7,7 @@ from numba import prange
 
 from neardup.core.hashing import xxh64_bytes
 from neardup.core.jit import njit
+from neardup.io.spans import copy_bytes
 
 _PARALLEL_BYTES = 1 << 20  # less text than this is counted on one thread: no thread start-up
 
@@ -49,17 +50,16 @@ def char_counts(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 @njit(cache=True)
 def gather_ranges(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """``values[starts[k]:starts[k] + lengths[k]]`` for every k, back to back."""
+    """``values[starts[k]:starts[k] + lengths[k]]`` for every k, back to back (each range copied
+    by :func:`~neardup.io.spans.copy_bytes`, a vectorised loop)."""
     total = 0
     for k in range(lengths.size):
         total += lengths[k]
     out = np.empty(total, dtype=values.dtype)
     w = 0
     for k in range(lengths.size):
-        s = starts[k]
-        for i in range(lengths[k]):
-            out[w] = values[s + i]
-            w += 1
+        copy_bytes(out, w, values, starts[k], lengths[k])
+        w += lengths[k]
     return out
 
 
