@@ -145,11 +145,10 @@ def as_a_fresh_process(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
-def kernel_threads() -> Iterator[None]:
+def kernel_threads() -> None:
     """Every test starts with numba's full thread count: ``neardup dedup --workers N`` run inside
     the test process sets the count for the process, and a later test that runs without
     ``--workers`` would otherwise get the earlier test's count."""
     import numba
 
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]
-    yield
